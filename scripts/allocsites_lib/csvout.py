@@ -1,0 +1,24 @@
+"""One CSV row per call site, for spreadsheets and scripts."""
+
+import csv
+import io
+
+from .report import share
+
+COLUMNS = ["rank", "function", "file", "line", "dso", "count", "bytes",
+           "share", "avg_size", "tags"]
+
+
+def render_csv(report, top=None):
+    folded = report.folded
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(COLUMNS)
+    for rank, site in enumerate(folded.sites[:top] if top else folded.sites, 1):
+        f = site.frame
+        w.writerow([rank, f.function, f.file, f.line, f.dso, site.count,
+                    site.bytes, "%.4f" % share(site.bytes, folded.bytes),
+                    "%.2f" % (site.bytes / site.count if site.count else 0),
+                    ";".join("%s=%d" % kv for kv in sorted(
+                        site.tag_bytes.items()))])
+    return buf.getvalue()

@@ -1,0 +1,152 @@
+"""Minimal ELF64 reader: the few facts allocsites needs from a binary.
+
+Stdlib only (this runs inside perf's embedded Python). Reads:
+  - the section table, to fetch .rt_tags (tag names) and .note.stapsdt
+    (the USDT probes a binary carries);
+  - the GNU build-id, to notice a binary rebuilt since it was recorded;
+  - the ELF type and PT_LOAD segments, to turn perf's symbol addresses
+    into the link-time addresses addr2line expects (see to_link_address).
+
+Every function returns None or an empty result for a file that is missing,
+unreadable or not ELF64; none raises for bad input.
+"""
+
+import struct
+
+ET_EXEC = 2
+ET_DYN = 3
+PT_LOAD = 1
+NT_GNU_BUILD_ID = 3
+NT_STAPSDT = 3
+
+
+class ElfFile:
+    """An ELF64 little-endian file's headers, read once."""
+
+    def __init__(self, data):
+        self.data = data
+        (self.e_type, _, _, _, e_phoff, e_shoff, _, _, e_phentsize, e_phnum,
+         e_shentsize, e_shnum, e_shstrndx) = struct.unpack_from(
+             "<HHIQQQIHHHHHH", data, 16)
+        self.segments = []
+        for i in range(e_phnum):
+            (p_type, _, p_offset, p_vaddr, _, p_filesz, _, _) = \
+                struct.unpack_from("<IIQQQQQQ", data, e_phoff + i * e_phentsize)
+            if p_type == PT_LOAD:
+                self.segments.append((p_offset, p_vaddr, p_filesz))
+        raw = []
+        for i in range(e_shnum):
+            raw.append(struct.unpack_from("<IIQQQQIIQQ", data,
+                                          e_shoff + i * e_shentsize))
+        self.sections = {}
+        if 0 <= e_shstrndx < len(raw):
+            strtab_off, strtab_size = raw[e_shstrndx][4], raw[e_shstrndx][5]
+            strtab = data[strtab_off:strtab_off + strtab_size]
+            for (sh_name, sh_type, _, sh_addr, sh_offset, sh_size,
+                 _, _, _, _) in raw:
+                end = strtab.find(b"\0", sh_name)
+                name = strtab[sh_name:end].decode("latin-1")
+                # SHT_NOBITS (8) has no bytes in the file.
+                self.sections[name] = (sh_addr, sh_offset,
+                                       0 if sh_type == 8 else sh_size)
+
+    def section(self, name):
+        """The bytes of section `name`, or None."""
+        found = self.sections.get(name)
+        if found is None:
+            return None
+        _, offset, size = found
+        return self.data[offset:offset + size]
+
+    def section_address(self, name):
+        found = self.sections.get(name)
+        return None if found is None else found[0]
+
+
+def open_elf(path):
+    """An ElfFile for `path`, or None if it is not a readable ELF64 LE file."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return None
+    try:
+        return ElfFile(data)
+    except struct.error:
+        return None
+
+
+def iter_notes(blob):
+    """(type, name, desc) for each note in a note section's bytes."""
+    off = 0
+    while off + 12 <= len(blob):
+        namesz, descsz, ntype = struct.unpack_from("<III", blob, off)
+        off += 12
+        name = blob[off:off + namesz].rstrip(b"\0").decode("latin-1")
+        off += (namesz + 3) & ~3
+        desc = blob[off:off + descsz]
+        off += (descsz + 3) & ~3
+        yield ntype, name, desc
+
+
+def build_id(elf):
+    """The GNU build-id as lowercase hex, or None."""
+    for name, blob in elf.sections.items():
+        if not name.startswith(".note"):
+            continue
+        for ntype, owner, desc in iter_notes(elf.section(name)):
+            if ntype == NT_GNU_BUILD_ID and owner == "GNU":
+                return desc.hex()
+    return None
+
+
+def stapsdt_probes(elf):
+    """[(provider, name, pc, semaphore, args)] from .note.stapsdt."""
+    blob = elf.section(".note.stapsdt")
+    probes = []
+    if not blob:
+        return probes
+    for ntype, owner, desc in iter_notes(blob):
+        if ntype != NT_STAPSDT or owner != "stapsdt" or len(desc) < 24:
+            continue
+        pc, _base, semaphore = struct.unpack_from("<QQQ", desc, 0)
+        strings = desc[24:].split(b"\0")
+        if len(strings) < 3:
+            continue
+        provider, name, args = (s.decode("latin-1") for s in strings[:3])
+        probes.append((provider, name, pc, semaphore, args))
+    return probes
+
+
+def tag_names(elf):
+    """{tag: name} from the .rt_tags records RT_TAG_NAME emits.
+
+    Record: u32 tag, u32 n, n bytes of NUL-terminated name, padded to 4."""
+    blob = elf.section(".rt_tags") or b""
+    names = {}
+    off = 0
+    while off + 8 <= len(blob):
+        tag, n = struct.unpack_from("<II", blob, off)
+        if n == 0 or off + 8 + n > len(blob):
+            break
+        names[tag] = blob[off + 8:off + 8 + n].split(b"\0")[0].decode(
+            "utf-8", "replace")
+        off += 8 + ((n + 3) & ~3)
+    return names
+
+
+def to_link_address(elf, perf_address):
+    """perf's symbol address for this DSO -> the address in its DWARF.
+
+    perf (symbol-elf.c, adjust_symbols) keeps st_value for ET_DYN files
+    (PIE executables, shared libraries) but rewrites symbols of ET_EXEC
+    files to file offsets. addr2line wants link-time virtual addresses, so
+    an ET_EXEC address goes back through the PT_LOAD segment holding it."""
+    if elf is None or elf.e_type != ET_EXEC:
+        return perf_address
+    for p_offset, p_vaddr, p_filesz in elf.segments:
+        if p_offset <= perf_address < p_offset + p_filesz:
+            return perf_address - p_offset + p_vaddr
+    return perf_address

@@ -1,0 +1,149 @@
+"""Events -> per-call-site tallies and folded stacks.
+
+Two stages, so the per-event work inside perf stays a dict update:
+  1. Tally.add(event): counts identical raw stacks (tuples of RawFrame)
+     per tag; nothing is symbolized yet.
+  2. fold(tally, symbolizer, ...): symbolizes each distinct frame once,
+     expands inlines, finds each stack's call site and sums per site.
+
+The call site of an allocation is the first source frame outside the
+allocator: the stack, leaf first and inlines expanded, minus its first
+frame (the function that holds the probe, e.g. rt_alloc), minus any
+leading frames whose function matches --skip (wrappers such as xmalloc).
+"""
+
+import collections
+import re
+
+from .symbolize import Frame
+
+# Functions that start a thread or a process: a stack that does not end in
+# one was cut short (perf copies a fixed amount of user stack per sample).
+# Without debug info a name comes as "clone3+0x2c", hence the suffix.
+ROOT_FUNCTIONS = re.compile(
+    r"^(_start|__libc_start_main\w*|__libc_start_call_main|start_thread|"
+    r"clone3?|__clone3?|_dl_start_user|_dl_init|call_init)(\+0x[0-9a-f]+)?$")
+
+NO_CALLER = Frame("[no caller]", "", 0, "", False)
+
+
+class Tally:
+    """Raw event counts, keyed by (raw stack, tag). Cheap per event."""
+
+    def __init__(self, min_size=0):
+        self.min_size = min_size
+        self.stacks = collections.defaultdict(lambda: [0, 0])
+        self.events = collections.Counter()   # kind -> events seen
+        self.malformed = 0                    # rt events perf could not decode
+        self.filtered = 0                     # allocations under --min-size
+        self.frees = [0, 0]                   # count, bytes
+        self.no_callchain = 0
+
+    def add(self, event):
+        """Count one parse.Event (None counts as malformed)."""
+        if event is None:
+            self.malformed += 1
+            return
+        self.events[event.kind] += 1
+        if event.kind == "free":
+            self.frees[0] += 1
+            self.frees[1] += event.size
+            return
+        if event.kind != "alloc":
+            return
+        if event.size < self.min_size:
+            self.filtered += 1
+            return
+        if not event.frames:
+            self.no_callchain += 1
+        entry = self.stacks[(event.frames, event.tag)]
+        entry[0] += 1
+        entry[1] += event.size
+
+    def dsos(self):
+        """Every DSO that appears in a recorded stack."""
+        seen = set()
+        for frames, _ in self.stacks:
+            for raw in frames:
+                seen.add(raw.dso)
+        return seen
+
+
+class Site:
+    """One call site's totals."""
+    __slots__ = ("frame", "count", "bytes", "tag_bytes", "tag_counts")
+
+    def __init__(self, frame):
+        self.frame = frame
+        self.count = 0
+        self.bytes = 0
+        self.tag_bytes = collections.Counter()
+        self.tag_counts = collections.Counter()
+
+
+# frames: tuple of Frame from the call site outwards (site first).
+Stack = collections.namedtuple("Stack", "frames count bytes tags")
+
+Folded = collections.namedtuple(
+    "Folded", "sites stacks count bytes truncated")
+
+
+def tag_label(tag, names):
+    return names.get(tag, str(tag))
+
+
+def call_site_stack(logical, skip_re):
+    """Source frames from the call site outwards (drops the probe's function
+    and the wrappers --skip names)."""
+    rest = list(logical[1:])
+    while rest and skip_re is not None and skip_re.search(rest[0].function):
+        rest.pop(0)
+    return tuple(rest)
+
+
+def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None):
+    """Sum a Tally per call site.
+
+    tag_names: {tag: name}; skip: regex str for wrapper functions; tags:
+    set of tag names or numbers (as str) to keep, None for all; depth: keep
+    at most this many frames of each stack (the site and its callers)."""
+    tag_names = tag_names or {}
+    skip_re = re.compile(skip) if skip else None
+    symbolizer.resolve({raw for frames, _ in tally.stacks for raw in frames})
+    sites = {}
+    stacks = collections.OrderedDict()
+    total_count = total_bytes = truncated = 0
+    for (frames, tag), (count, nbytes) in tally.stacks.items():
+        label = tag_label(tag, tag_names)
+        if tags is not None and label not in tags and str(tag) not in tags:
+            continue
+        logical = [f for raw in frames for f in symbolizer.frames(raw)]
+        chain = call_site_stack(logical, skip_re)
+        if logical and not ROOT_FUNCTIONS.match(logical[-1].function):
+            truncated += count
+        site_frame = chain[0] if chain else NO_CALLER
+        key = (site_frame.function, site_frame.file, site_frame.line)
+        site = sites.get(key)
+        if site is None:
+            site = sites[key] = Site(site_frame)
+        site.count += count
+        site.bytes += nbytes
+        site.tag_bytes[label] += nbytes
+        site.tag_counts[label] += count
+        total_count += count
+        total_bytes += nbytes
+        shown = chain[:depth] if depth else chain
+        if not shown:
+            shown = (NO_CALLER,)
+        entry = stacks.get(shown)
+        if entry is None:
+            entry = stacks[shown] = [0, 0, collections.Counter()]
+        entry[0] += count
+        entry[1] += nbytes
+        entry[2][label] += nbytes
+    ordered = sorted(sites.values(), key=lambda s: (
+        -s.bytes, -s.count, s.frame.file, s.frame.line, s.frame.function))
+    stack_list = sorted(
+        (Stack(k, v[0], v[1], dict(v[2])) for k, v in stacks.items()),
+        key=lambda s: (-s.bytes, -s.count, [f.function for f in s.frames]))
+    return Folded(ordered, stack_list, total_count, total_bytes, truncated)

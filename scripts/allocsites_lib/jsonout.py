@@ -1,0 +1,50 @@
+"""The JSON report, version 1 (docs/output-formats.md describes it)."""
+
+import json
+
+from .report import share
+
+VERSION = 1
+
+
+def frame_json(frame):
+    return {"function": frame.function, "file": frame.file,
+            "line": frame.line, "dso": frame.dso, "inlined": frame.inlined}
+
+
+def report_dict(report, top=None):
+    folded = report.folded
+    sites = []
+    for site in folded.sites[:top] if top else folded.sites:
+        f = site.frame
+        sites.append({
+            "file": f.file, "line": f.line, "function": f.function,
+            "dso": f.dso, "count": site.count, "bytes": site.bytes,
+            "share": round(share(site.bytes, folded.bytes), 4),
+            "avg_size": (site.bytes / site.count) if site.count else 0,
+            "tags": dict(sorted(site.tag_bytes.items())),
+            "tag_counts": dict(sorted(site.tag_counts.items())),
+        })
+    stacks = [{"frames": [frame_json(f) for f in s.frames],
+               "count": s.count, "bytes": s.bytes,
+               "tags": dict(sorted(s.tags.items()))}
+              for s in folded.stacks]
+    return {
+        "version": VERSION,
+        "mode": report.mode,
+        "lost": report.lost,
+        "lost_reason": report.lost_reason,
+        "events": dict(sorted(report.events.items()),
+                       malformed=report.malformed),
+        "totals": {"count": folded.count, "bytes": folded.bytes,
+                   "frees": report.frees[0], "freed_bytes": report.frees[1]},
+        "truncated_stacks": folded.truncated,
+        "filters": report.filters,
+        "warnings": list(report.warnings),
+        "sites": sites,
+        "stacks": stacks,
+    }
+
+
+def render_json(report, top=None):
+    return json.dumps(report_dict(report, top), indent=1) + "\n"

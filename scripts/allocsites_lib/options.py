@@ -1,0 +1,98 @@
+"""Report options, shared by scripts/allocsites.py and `allocsites report`."""
+
+import argparse
+import os
+import re
+
+EXAMPLES = """\
+examples:
+  perf script --no-inline -s scripts/allocsites.py
+        table of the 20 call sites that allocated the most bytes
+  perf script --no-inline -s scripts/allocsites.py -- --svg flame.svg --json out.json
+        also a flame graph and a JSON report
+  perf script --no-inline -s scripts/allocsites.py -- --skip '^(xmalloc|arena_new)$'
+        charge allocations to the callers of the wrappers xmalloc and arena_new
+  perf script --no-inline -s scripts/allocsites.py -- --tag ast --tag tokens --top 5
+        only allocations tagged ast or tokens, five largest sites
+  perf script --no-inline -s scripts/allocsites.py -- --folded out.folded --weight count
+        folded stacks weighted by allocation count, for flamegraph.pl
+"""
+
+
+class UsageError(Exception):
+    """A bad option: reported as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def _positive(text):
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError("not a whole number: %r" % text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must not be negative: %r" % text)
+    return value
+
+
+def _regex(text):
+    try:
+        re.compile(text)
+    except re.error as e:
+        raise argparse.ArgumentTypeError("bad regex %r: %s" % (text, e))
+    return text
+
+
+def parser(prog="allocsites.py"):
+    p = _Parser(prog=prog, description="Per-call-site allocation report from "
+                "perf samples of the sdt_rt:alloc probe.",
+                epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    out = p.add_argument_group("outputs (stdout always gets the table)")
+    out.add_argument("--json", metavar="FILE", help="JSON report (version 1)")
+    out.add_argument("--folded", metavar="FILE",
+                     help="folded stacks, one 'a;b;site N' line per stack")
+    out.add_argument("--svg", metavar="FILE", help="interactive flame graph")
+    out.add_argument("--csv", metavar="FILE", help="one row per call site")
+    out.add_argument("--weight", choices=("bytes", "count"), default="bytes",
+                     help="what folded stacks and the flame graph measure "
+                          "(default: bytes)")
+    flt = p.add_argument_group("filters")
+    flt.add_argument("--tag", action="append", metavar="TAG",
+                     help="keep only this tag (name or number; repeatable, "
+                          "or comma-separated)")
+    flt.add_argument("--min-size", type=_positive, default=0, metavar="BYTES",
+                     help="ignore allocations smaller than BYTES")
+    flt.add_argument("--depth", type=_positive, default=None, metavar="N",
+                     help="keep N frames of each stack (the site and N-1 "
+                          "callers) in stacks, folded output and flame graph")
+    flt.add_argument("--top", type=_positive, default=None, metavar="N",
+                     help="show N sites (table default 20; JSON and CSV "
+                          "default all)")
+    flt.add_argument("--skip", action="append", type=_regex, metavar="REGEX",
+                     help="a function matching REGEX (re.search on its name) "
+                          "that directly calls the allocator is a wrapper: "
+                          "charge its caller instead (repeatable)")
+    p.add_argument("--title", default=None, help="flame graph title")
+    return p
+
+
+def parse(argv, prog="allocsites.py"):
+    """argv -> argparse.Namespace; raises UsageError with one line."""
+    opts = parser(prog).parse_args(argv)
+    if opts.tag:
+        opts.tag = [t for arg in opts.tag for t in arg.split(",") if t]
+    for name in ("json", "folded", "svg", "csv"):
+        path = getattr(opts, name)
+        if path is not None:
+            parent = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(parent):
+                raise UsageError("--%s %s: directory %s does not exist"
+                                 % (name, path, parent))
+    return opts
+
+
+def skip_regex(opts):
+    return "|".join("(?:%s)" % s for s in opts.skip) if opts.skip else None

@@ -1,0 +1,106 @@
+"""Facts about the perf run this script is inside, and what it lost.
+
+A perf-script Python script is not told which perf.data it reads nor how
+many samples the recording lost (perf 6.1 has no lost-event callback for
+Python). Both are recovered here: the input path from perf's own command
+line (/proc/self/cmdline: the script runs inside the perf process), and
+the loss from `perf report --stats`, whose per-event section reads
+    sdt_rt:alloc stats:
+              SAMPLE events:      42170
+        LOST_SAMPLES events:     157844
+(the second number is samples lost, not records).
+"""
+
+import os
+import re
+import subprocess
+
+
+def perf_argv(pid="self"):
+    """perf's argv as a list of str ([] if unreadable)."""
+    try:
+        with open("/proc/%s/cmdline" % pid, "rb") as f:
+            raw = f.read()
+    except OSError:
+        return []
+    return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
+
+
+def input_path(argv):
+    """The perf.data perf script reads, '-' for a pipe, from perf's argv."""
+    args = argv[1:]
+    # Only perf's own options: the script's come after "--" or after -s X.
+    path = "perf.data"
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            break
+        if a in ("-i", "--input") and i + 1 < len(args):
+            path = args[i + 1]
+            i += 2
+            continue
+        if a.startswith("--input="):
+            path = a[len("--input="):]
+        elif a.startswith("-i") and len(a) > 2 and not a.startswith("--"):
+            path = a[2:]
+        i += 1
+    return path
+
+
+def inline_expansion(argv):
+    """True unless perf script was told --no-inline (see parse.py)."""
+    return "--no-inline" not in argv[1:argv.index("--")] \
+        if "--" in argv else "--no-inline" not in argv[1:]
+
+
+_SECTION_RE = re.compile(r"^(\S+) stats:\s*$")
+_LOST_RE = re.compile(r"^\s*LOST_SAMPLES events:\s*(\d+)")
+_LOST_RECORDS_RE = re.compile(r"^\s*LOST events:\s*(\d+)")
+
+
+def parse_stats(text, event_prefix="sdt_rt:"):
+    """Lost samples of the rt events from `perf report --stats` output.
+
+    Returns (lost, records): lost = sum of per-event LOST_SAMPLES for
+    events whose name starts with event_prefix; records = the number of
+    PERF_RECORD_LOST records in the aggregate section (each says some
+    samples were dropped, so lost == 0 with records > 0 is not clean)."""
+    lost = records = 0
+    section = None
+    for line in text.splitlines():
+        m = _SECTION_RE.match(line)
+        if m:
+            section = m.group(1)
+            continue
+        m = _LOST_RE.match(line)
+        if m and section and section.startswith(event_prefix):
+            lost += int(m.group(1))
+            continue
+        m = _LOST_RECORDS_RE.match(line)
+        if m and section in (None, "Aggregated"):
+            records += int(m.group(1))
+    return lost, records
+
+
+def count_lost(path, perf="perf", timeout=120):
+    """Samples of rt events lost in the recording at `path`.
+
+    Returns (lost, None) or (None, reason) when it cannot be known."""
+    if path == "-":
+        return None, "input is a pipe; run perf report --stats on a file"
+    if not os.path.exists(path):
+        return None, "%s not found" % path
+    try:
+        out = subprocess.run([perf, "report", "--stats", "-i", path],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, timeout=timeout,
+                             check=False).stdout.decode("utf-8", "replace")
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, "perf report --stats failed: %s" % e
+    lost, records = parse_stats(out)
+    if lost == 0 and records > 0:
+        # Records say something was dropped but no count was kept: say so
+        # rather than report a clean profile.
+        return None, "%d PERF_RECORD_LOST records without a count" % records
+    return lost, None

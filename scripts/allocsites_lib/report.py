@@ -1,0 +1,67 @@
+"""The finished report: folded tallies plus what is known about the run.
+
+Renderers (table, jsonout, folded, csvout, svg) read a Report and nothing
+else, so each can be tested with a Report built by hand.
+"""
+
+import collections
+import os
+
+Report = collections.namedtuple("Report", [
+    "mode",        # "exact"
+    "folded",      # fold.Folded
+    "events",      # {"alloc": n, "free": n, ...} events perf delivered
+    "malformed",   # rt events whose arguments could not be read
+    "lost",        # samples lost in recording, or None if unknown
+    "lost_reason", # why lost is unknown, or None
+    "frees",       # (count, bytes) of free events
+    "filters",     # {"tag": [...], "min_size": n, ...} as given
+    "warnings",    # [str]
+])
+
+
+def lost_text(report):
+    if report.lost is None:
+        return "unknown (%s)" % report.lost_reason
+    return str(report.lost)
+
+
+def is_lossy(report):
+    """True when the profile may be missing events."""
+    return report.lost != 0 or report.malformed != 0
+
+
+def human_bytes(n):
+    """1536 -> '1.5 KiB'. Exact below 1 KiB."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return ("%d %s" % (n, unit)) if unit == "B" else \
+                ("%.1f %s" % (n, unit))
+        n /= 1024.0
+    return "%d B" % n  # not reached
+
+
+def location(frame, relative_to=None):
+    """'path/file.c:12' (relative to relative_to when below it)."""
+    path = frame.file or "?"
+    if relative_to and path.startswith(relative_to.rstrip("/") + "/"):
+        path = os.path.relpath(path, relative_to)
+    return "%s:%d" % (path, frame.line) if frame.line else path
+
+
+def frame_label(frame):
+    """One frame in folded stacks and flame graphs: 'func (file.c:12)'.
+
+    Basename only: full paths make flame graph boxes unreadable; the JSON
+    and CSV reports carry the full path. ';' would split a folded frame."""
+    text = frame.function
+    if frame.line:
+        text = "%s (%s:%d)" % (text, os.path.basename(frame.file), frame.line)
+    if frame.inlined:
+        text += " [inlined]"
+    return text.replace(";", ":")
+
+
+def share(part, whole):
+    return (100.0 * part / whole) if whole else 0.0

@@ -1,0 +1,171 @@
+"""RawFrame -> source frames (function, file, line), inlines expanded.
+
+One addr2line process per DSO for all of its addresses (`addr2line -f -i
+-a`, addresses on stdin), never one per frame; results are cached per
+(dso, address) for the life of the Symbolizer. File names are printed as
+DWARF records them (directory + name), not perf's basename.
+
+A frame that cannot be resolved degrades, never raises:
+  - no debug line info: function = "symbol+0xoffset" (one per call
+    instruction, so distinct call sites stay distinct), file = the DSO;
+  - no symbol at all:   function = "[unknown]", file = the DSO, and the
+    run-time address (differs between runs: ASLR) in `addr`.
+Each degraded DSO is named once in `warnings`.
+"""
+
+import collections
+import os
+import re
+import subprocess
+
+from . import elf as elfmod
+
+# One source-level frame. line 0 = unknown. inlined: True when this frame
+# was inlined into the next one (same machine frame).
+Frame = collections.namedtuple("Frame", "function file line dso inlined")
+
+_DISCRIMINATOR_RE = re.compile(r"\s*\(discriminator \d+\)$")
+
+
+def parse_addr2line(text):
+    """addr2line -f -i -a output -> {address: [(function, file, line)]}.
+
+    Each answer starts with its address line ("0x..."), then pairs of
+    lines: function, "file:line", innermost inline first."""
+    result = {}
+    current = None
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("0x") and _is_hex(line):
+            current = result.setdefault(int(line, 16), [])
+            i += 1
+            continue
+        if current is None or i + 1 >= len(lines):
+            i += 1
+            continue
+        function, location = line, lines[i + 1]
+        i += 2
+        location = _DISCRIMINATOR_RE.sub("", location)
+        path, _, lineno = location.rpartition(":")
+        try:
+            lineno = int(lineno)
+        except ValueError:
+            lineno = 0
+        if path in ("??", ""):
+            path = None
+        if function == "??":
+            function = None
+        current.append((function, path, lineno))
+    return result
+
+
+def _is_hex(line):
+    try:
+        int(line, 16)
+        return True
+    except ValueError:
+        return False
+
+
+def run_addr2line(path, addresses, timeout=600):
+    """Ask addr2line about `addresses` of the ELF file `path` in one run."""
+    if not addresses:
+        return {}
+    query = "".join("0x%x\n" % a for a in addresses).encode()
+    try:
+        proc = subprocess.run(["addr2line", "-f", "-i", "-a", "-C", "-e", path],
+                              input=query, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, timeout=timeout,
+                              check=False)
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return parse_addr2line(proc.stdout.decode("utf-8", "replace"))
+
+
+class Symbolizer:
+    """Resolves RawFrames in batches; remembers what it resolved."""
+
+    def __init__(self, addr2line=run_addr2line, open_elf=elfmod.open_elf):
+        self._addr2line = addr2line
+        self._open_elf = open_elf
+        self._cache = {}       # RawFrame -> tuple of Frame, innermost first
+        self._elves = {}       # dso path -> ElfFile or None
+        self.warnings = []
+        self._warned = set()
+
+    def elf(self, dso):
+        if dso not in self._elves:
+            self._elves[dso] = self._open_elf(dso)
+        return self._elves[dso]
+
+    def _warn(self, key, message):
+        if key not in self._warned:
+            self._warned.add(key)
+            self.warnings.append(message)
+
+    def resolve(self, raw_frames):
+        """Resolve every RawFrame not yet cached (one addr2line per DSO)."""
+        todo = collections.defaultdict(set)
+        for raw in raw_frames:
+            if raw in self._cache:
+                continue
+            if raw.addr is None:
+                self._cache[raw] = (self._fallback(raw),)
+                self._warn(("nosym", raw.dso), "no symbols for %s: frames "
+                           "shown as addresses" % raw.dso)
+                continue
+            todo[raw.dso].add(raw)
+        for dso, raws in todo.items():
+            image = self.elf(dso)
+            answers = {}
+            if image is None:
+                self._warn(("noelf", dso), "cannot read %s: frames shown as "
+                           "function+offset" % dso)
+            else:
+                link = {raw: elfmod.to_link_address(image, raw.addr)
+                        for raw in raws}
+                found = self._addr2line(dso, sorted(set(link.values())))
+                answers = {raw: found.get(link[raw]) for raw in raws}
+            unresolved = 0
+            for raw in raws:
+                frames = self._frames(raw, answers.get(raw))
+                if frames is None:
+                    unresolved += 1
+                    frames = (self._fallback(raw),)
+                self._cache[raw] = frames
+            # Some frames never have lines (_start, asm): warn only when a
+            # DSO has none at all, i.e. no debug info.
+            if image is not None and unresolved == len(raws):
+                self._warn(("nodebug", dso), "no debug line info in %s: "
+                           "frames shown as function+offset" % dso)
+
+    def frames(self, raw):
+        """The source frames of one RawFrame, innermost first."""
+        if raw not in self._cache:
+            self.resolve([raw])
+        return self._cache[raw]
+
+    @staticmethod
+    def _frames(raw, answer):
+        if not answer or answer[0][1] is None:
+            return None
+        out = []
+        for i, (function, path, line) in enumerate(answer):
+            name = function or raw.sym or "[unknown]"
+            out.append(Frame(name, path or raw.dso, line if path else 0,
+                             raw.dso, i < len(answer) - 1))
+        return tuple(out)
+
+    @staticmethod
+    def _fallback(raw):
+        if raw.addr is None:
+            return Frame("[unknown] %s+0x%x" % (os.path.basename(raw.dso),
+                                                raw.ip or 0),
+                         raw.dso, 0, raw.dso, False)
+        if raw.sym:
+            return Frame("%s+0x%x" % (raw.sym, raw.off or 0), raw.dso, 0,
+                         raw.dso, False)
+        return Frame("%s+0x%x" % (os.path.basename(raw.dso), raw.addr),
+                     raw.dso, 0, raw.dso, False)
