@@ -59,6 +59,33 @@ _LOST_RE = re.compile(r"^\s*LOST_SAMPLES events:\s*(\d+)")
 _LOST_RECORDS_RE = re.compile(r"^\s*LOST events:\s*(\d+)")
 
 
+_SAMPLES_RE = re.compile(r"^\s*SAMPLE events:\s*(\d+)")
+
+
+def event_samples(text):
+    """{event: samples recorded} from the per-event sections of
+    `perf report --stats` output."""
+    samples = {}
+    section = None
+    for line in text.splitlines():
+        m = _SECTION_RE.match(line)
+        if m:
+            section = m.group(1)
+            continue
+        m = _SAMPLES_RE.match(line)
+        if m and section and section != "Aggregated":
+            samples[section] = samples.get(section, 0) + int(m.group(1))
+    return samples
+
+
+def stats_text(path, perf="perf", timeout=120):
+    """`perf report --stats -i path` output, or raise OSError/SubprocessError."""
+    return subprocess.run([perf, "report", "--stats", "-i", path],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          stdin=subprocess.DEVNULL, timeout=timeout,
+                          check=False).stdout.decode("utf-8", "replace")
+
+
 def parse_stats(text, event_prefix="sdt_rt:"):
     """Lost samples of the rt events from `perf report --stats` output.
 
@@ -92,10 +119,7 @@ def count_lost(path, perf="perf", timeout=120):
     if not os.path.exists(path):
         return None, "%s not found" % path
     try:
-        out = subprocess.run([perf, "report", "--stats", "-i", path],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, timeout=timeout,
-                             check=False).stdout.decode("utf-8", "replace")
+        out = stats_text(path, perf, timeout)
     except (OSError, subprocess.SubprocessError) as e:
         return None, "perf report --stats failed: %s" % e
     lost, records = parse_stats(out)

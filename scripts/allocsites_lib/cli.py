@@ -1,0 +1,278 @@
+"""The allocsites command: record, report, or both in one go.
+
+  allocsites record [-o FILE] [--stack-size N] [--lib SO] -- PROG [ARGS...]
+  allocsites report [-i FILE] [report options]
+  allocsites [-o FILE] [--stack-size N] [report options] -- PROG [ARGS...]
+"""
+
+import os
+import signal
+import subprocess
+import sys
+
+from . import options, perfrun, recorder
+from .recorder import RecordError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ENTRY_SCRIPT = os.path.join(os.path.dirname(HERE), "allocsites.py")
+
+USAGE = """\
+usage: allocsites record [-o FILE] [--stack-size BYTES] [--lib SO] -- PROG [ARGS...]
+       allocsites report [-i FILE] [report options, see allocsites report --help]
+       allocsites [-o FILE] [--stack-size BYTES] [report options] -- PROG [ARGS...]
+
+Per-call-site allocation profiles of allocators annotated with the rt USDT
+probes (include/rt_probes.h), recorded with perf.
+
+  record   create the sdt_rt probe events for PROG (and the libraries it
+           links), run it under perf record, remove the events again
+  report   the table (and --json/--svg/--folded/--csv files) from a recording
+  -- PROG  record, then report with a flame graph beside the data
+
+record options:
+  -o FILE             perf data file to write (default: perf.data)
+  --stack-size BYTES  user stack copied per allocation for unwinding
+                      (default %d, max 65528, multiple of 8); raise it when
+                      the report says stacks were cut short
+  --lib SO            also probe this shared library (one PROG loads with
+                      dlopen, so ldd cannot name it); repeatable
+
+examples:
+  allocsites -- ./build/minicc 20000
+        profile minicc: table on stdout, flame graph in perf.svg
+  allocsites record -o run.data -- ./server --port 8080 --name "my server"
+  allocsites report -i run.data --json run.json --skip '^xmalloc$'
+        charge allocations made through xmalloc to xmalloc's callers
+""" % recorder.DEFAULT_STACK_SIZE
+
+
+class Usage(Exception):
+    pass
+
+
+def split_program(argv):
+    """(our args, program argv) around the first '--'."""
+    if "--" not in argv:
+        return argv, None
+    i = argv.index("--")
+    return argv[:i], argv[i + 1:]
+
+
+def take_record_options(args):
+    """Pulls -o, --stack-size and --lib out of args; returns (values, rest)."""
+    output, stack, libs, rest = "perf.data", recorder.DEFAULT_STACK_SIZE, [], []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        value = None
+        for flag in ("-o", "--output", "--stack-size", "--lib"):
+            if a == flag:
+                if i + 1 >= len(args):
+                    raise Usage("%s needs a value" % flag)
+                value, i = args[i + 1], i + 2
+                break
+            if a.startswith(flag + "=") and flag.startswith("--"):
+                value, i = a[len(flag) + 1:], i + 1
+                break
+        else:
+            rest.append(a)
+            i += 1
+            continue
+        if flag in ("-o", "--output"):
+            output = value
+        elif flag == "--lib":
+            libs.append(value)
+        else:
+            try:
+                stack = int(value, 0)
+            except ValueError:
+                raise Usage("--stack-size: not a number: %r" % value)
+            if stack < 8 or stack > 65528 or stack % 8:
+                raise Usage("--stack-size must be a multiple of 8 from 8 to "
+                            "65528, not %d" % stack)
+    return (output, stack, libs), rest
+
+
+class Interrupts:
+    """While perf runs, SIGINT/SIGTERM/SIGHUP reach perf (it stops the
+    program and writes its data); this process only remembers them, so the
+    probe events are still removed afterwards."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self):
+        self.child = None
+        self.received = None
+        self.saved = {}
+
+    def __enter__(self):
+        for sig in self.SIGNALS:
+            self.saved[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, sig, _frame):
+        self.received = sig
+        # Ctrl-C reaches perf through the terminal; other signals only us.
+        if self.child is not None and sig != signal.SIGINT:
+            try:
+                self.child.send_signal(signal.SIGINT)
+            except OSError:
+                pass
+
+    def __exit__(self, *exc):
+        for sig, handler in self.saved.items():
+            signal.signal(sig, handler)
+        return False
+
+
+def record(output, stack_size, libs, argv, out=sys.stderr):
+    """Records argv; returns perf record's exit status."""
+    if not argv:
+        raise Usage("no program given after --")
+    perf = recorder.find_perf()
+    recorder.check_privileges()
+    prog = recorder.resolve_program(argv[0])
+    extra = [recorder.resolve_program(lib) for lib in libs]
+    binaries = recorder.probed_binaries(prog, extra)
+    if not binaries:
+        raise RecordError("no rt probes in %s or the libraries it links: build "
+                          "the allocator with include/rt_probes.h (and without "
+                          "-DRT_PROBES_DISABLE), or name a dlopen'ed library "
+                          "with --lib" % argv[0])
+    parent = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(parent):
+        raise RecordError("-o %s: directory %s does not exist" % (output, parent))
+    tracefs = recorder.Tracefs()
+    events = recorder.ProbeEvents(perf)
+    try:
+        tracefs.ensure()
+        allocs, frees = [], []
+        for path, names in binaries:
+            if "alloc" in names:
+                allocs.append(events.add(path, "alloc"))
+            if "free" in names:
+                frees.append(events.add(path, "free"))
+        cmd = recorder.record_command(perf, output, allocs, frees, stack_size,
+                                      argv)
+        with Interrupts() as interrupts:
+            try:
+                child = subprocess.Popen(cmd)
+            except OSError as e:
+                raise RecordError("cannot run perf: %s" % e)
+            interrupts.child = child
+            status = child.wait()
+    finally:
+        failed = events.remove()
+        tracefs.release()
+        if failed:
+            out.write("allocsites: warning: could not remove probe events %s: "
+                      "remove them with perf probe -d 'sdt_rt:*'\n"
+                      % " ".join(failed))
+    if not os.path.exists(output):
+        raise RecordError("perf record wrote no data (exit status %d)" % status)
+    summarize(perf, output, out)
+    return status
+
+
+def summarize(perf, output, out):
+    """'recorded: N alloc, M free events; lost: L -> FILE' on stderr."""
+    try:
+        text = perfrun.stats_text(output, perf)
+    except (OSError, subprocess.SubprocessError) as e:
+        out.write("allocsites: recorded %s (perf report --stats failed: %s)\n"
+                  % (output, e))
+        return
+    samples = perfrun.event_samples(text)
+    lost, records = perfrun.parse_stats(text)
+    by_kind = {"alloc": 0, "free": 0}
+    for event, n in samples.items():
+        kind = event.split(":", 1)[-1].split("_")[0]
+        if kind in by_kind:
+            by_kind[kind] += n
+    lost_text = str(lost) if lost or not records else \
+        "unknown (%d lost records)" % records
+    out.write("allocsites: recorded %d alloc, %d free events; lost: %s -> %s\n"
+              % (by_kind["alloc"], by_kind["free"], lost_text, output))
+    if lost or records:
+        out.write("allocsites: warning: events were lost: the profile is "
+                  "incomplete (see docs/design.md, Loss)\n")
+
+
+def report(data, report_args, stdout=None):
+    """Runs perf script with allocsites.py on data; returns its status."""
+    options.parse(report_args, prog="allocsites report")  # fail early
+    perf = recorder.find_perf()
+    recorder.check_perf_data(data)
+    cmd = [perf, "script", "-i", data, "--no-inline", "-s", ENTRY_SCRIPT,
+           "--"] + report_args
+    try:
+        return subprocess.call(cmd, stdout=stdout)
+    except OSError as e:
+        raise RecordError("cannot run perf: %s" % e)
+
+
+def take_input(args):
+    data, rest = "perf.data", []
+    i = 0
+    while i < len(args):
+        if args[i] in ("-i", "--input"):
+            if i + 1 >= len(args):
+                raise Usage("%s needs a value" % args[i])
+            data = args[i + 1]
+            i += 2
+            continue
+        if args[i].startswith("--input="):
+            data = args[i][len("--input="):]
+        else:
+            rest.append(args[i])
+        i += 1
+    return data, rest
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return dispatch(argv)
+    except Usage as e:
+        sys.stderr.write("allocsites: %s (allocsites --help for usage)\n" % e)
+        return 2
+    except options.UsageError as e:
+        sys.stderr.write("allocsites: %s\n" % e)
+        return 2
+    except RecordError as e:
+        sys.stderr.write("allocsites: %s\n" % e)
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("allocsites: interrupted\n")
+        return 130
+
+
+def dispatch(argv):
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        sys.stdout.write(USAGE)
+        return 0 if argv else 2
+    if argv[0] == "report":
+        data, rest = take_input(argv[1:])
+        if "-h" in rest or "--help" in rest:
+            sys.stdout.write(options.parser("allocsites report").format_help())
+            return 0
+        return report(data, rest)
+    if argv[0] == "record":
+        ours, prog = split_program(argv[1:])
+        (output, stack, libs), rest = take_record_options(ours)
+        if rest:
+            raise Usage("record: unknown option %s" % rest[0])
+        if prog is None:
+            raise Usage("record: put the program after --")
+        return record(output, stack, libs, prog)
+    ours, prog = split_program(argv)
+    if prog is None:
+        raise Usage("unknown command %s" % argv[0])
+    (output, stack, libs), report_args = take_record_options(ours)
+    options.parse(report_args, prog="allocsites")  # fail before recording
+    status = record(output, stack, libs, prog)
+    if not any(a == "--svg" or a.startswith("--svg=") for a in report_args):
+        report_args = report_args + [
+            "--svg", os.path.splitext(output)[0] + ".svg"]
+    report_status = report(output, report_args)
+    return report_status or status

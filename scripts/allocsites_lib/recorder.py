@@ -1,0 +1,233 @@
+"""Environment checks, uprobe event lifecycle and perf record.
+
+Every failure is a RecordError carrying one line for the user. Probe
+events are created for exactly the binaries being run, every time (a
+uprobe is bound to an inode and offset: after a rebuild an old event
+records nothing, without an error), and removed again in all cases.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+
+from . import elf
+
+TRACEFS = "/sys/kernel/tracing"
+PROBE_EVENTS = ("alloc", "free")
+PERF_MAGIC = b"PERFILE2"
+
+# Recording options. -z (zstd) shrinks the copied user stacks ~300:1 and is
+# what keeps the writer up with a burst; -m gives each CPU 64 MiB of ring
+# buffer. Frees carry no call graph: the report does not attribute them,
+# and their stack copies would double the data. bench/burst.sh measures the
+# loss of these settings.
+DEFAULT_STACK_SIZE = 4096
+MMAP_PAGES = "16384"
+
+
+class RecordError(Exception):
+    """One line for the user; exit status 1."""
+
+
+def run(cmd, **kw):
+    """subprocess.run with captured text output, never raising OSError."""
+    try:
+        return subprocess.run(cmd, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                              check=False, **kw)
+    except OSError as e:
+        raise RecordError("cannot run %s: %s" % (cmd[0], e))
+
+
+def output_text(proc):
+    return proc.stdout.decode("utf-8", "replace")
+
+
+def first_error_line(text):
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("Hint"):
+            return line
+    return "no output"
+
+
+# --- environment --------------------------------------------------------
+
+def find_perf():
+    perf = shutil.which("perf")
+    if perf is None:
+        raise RecordError("perf not found: install it (Debian: apt-get install "
+                          "linux-perf)")
+    return perf
+
+
+def check_privileges():
+    """Creating uprobe events writes tracefs: root, or a user the admin
+    let write uprobe_events, with perf_event_paranoid -1 for tracepoints."""
+    if os.geteuid() == 0:
+        return
+    try:
+        with open("/proc/sys/kernel/perf_event_paranoid") as f:
+            paranoid = int(f.read().strip())
+    except (OSError, ValueError):
+        paranoid = 2
+    if paranoid > -1:
+        raise RecordError("needs root (or perf_event_paranoid -1 and write "
+                          "access to tracefs): it is %d and you are not root; "
+                          "try sudo" % paranoid)
+
+
+def tracefs_mounted(mounts_text=None):
+    """The tracefs mount point, or None."""
+    if mounts_text is None:
+        try:
+            with open("/proc/mounts") as f:
+                mounts_text = f.read()
+        except OSError:
+            return None
+    for line in mounts_text.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[2] == "tracefs":
+            return parts[1]
+    return None
+
+
+class Tracefs:
+    """Makes sure tracefs is mounted; unmounts it afterwards only if this
+    run mounted it (leave the machine as it was found)."""
+
+    def __init__(self):
+        self.mounted_here = False
+        self.path = None
+
+    def ensure(self):
+        self.path = tracefs_mounted()
+        if self.path is None:
+            proc = run(["mount", "-t", "tracefs", "nodev", TRACEFS])
+            if proc.returncode != 0:
+                raise RecordError("tracefs is not mounted and mounting it at "
+                                  "%s failed: %s" % (TRACEFS, first_error_line(
+                                      output_text(proc))))
+            self.mounted_here = True
+            self.path = TRACEFS
+        if not os.path.exists(os.path.join(self.path, "uprobe_events")):
+            raise RecordError("this kernel has no uprobes (%s/uprobe_events "
+                              "missing): CONFIG_UPROBE_EVENTS is needed"
+                              % self.path)
+
+    def release(self):
+        if self.mounted_here:
+            run(["umount", self.path])
+            self.mounted_here = False
+
+
+# --- the program and its probes -----------------------------------------
+
+def resolve_program(prog):
+    """PROG as the shell would find it -> absolute path of an ELF file."""
+    path = prog if "/" in prog else shutil.which(prog)
+    if path is None or not os.path.exists(path):
+        raise RecordError("program not found: %s" % prog)
+    path = os.path.realpath(path)
+    if not os.access(path, os.X_OK) or os.path.isdir(path):
+        raise RecordError("not an executable file: %s" % prog)
+    if elf.open_elf(path) is None:
+        raise RecordError("not an ELF64 executable: %s (scripts need the "
+                          "interpreter's probes, not supported)" % prog)
+    return path
+
+
+_LDD_RE = re.compile(r"=>\s*(/\S+)|^\s*(/\S+)\s+\(0x")
+
+
+def shared_libraries(path):
+    """Absolute paths of the libraries `path` links, as ldd resolves them."""
+    proc = run(["ldd", path])
+    libs = []
+    for line in output_text(proc).splitlines():
+        m = _LDD_RE.search(line)
+        lib = m and (m.group(1) or m.group(2))
+        if lib and os.path.exists(lib):
+            libs.append(os.path.realpath(lib))
+    return libs
+
+
+def rt_probe_names(path):
+    """The rt probes (e.g. {'alloc', 'free'}) in the ELF file at path."""
+    image = elf.open_elf(path)
+    if image is None:
+        return set()
+    return {name for provider, name, _, _, _ in elf.stapsdt_probes(image)
+            if provider == "rt"}
+
+
+def probed_binaries(prog_path, extra_libs=()):
+    """[(path, {probe names})] for the program and its libraries that
+    carry rt probes."""
+    found = []
+    for path in [prog_path] + shared_libraries(prog_path) + list(extra_libs):
+        names = rt_probe_names(path) & set(PROBE_EVENTS)
+        if names and path not in [p for p, _ in found]:
+            found.append((path, names))
+    return found
+
+
+_ADDED_RE = re.compile(r"^\s*(sdt_rt:\w+)\s+\(on ")
+
+
+class ProbeEvents:
+    """The uprobe events of one run: created by add(), all removed by
+    remove(). perf names events globally; with -f a name already taken
+    (by another binary, or by someone else's event) becomes alloc_1,
+    alloc_2..., so existing events are never replaced or deleted."""
+
+    def __init__(self, perf):
+        self.perf = perf
+        self.created = []          # event names, e.g. "sdt_rt:alloc_1"
+
+    def add(self, binary, probe):
+        proc = run([self.perf, "probe", "-f", "-x", binary, "sdt_rt:" + probe])
+        text = output_text(proc)
+        names = [m.group(1) for m in map(_ADDED_RE.match, text.splitlines())
+                 if m]
+        if proc.returncode != 0 or not names:
+            raise RecordError("perf probe could not add sdt_rt:%s in %s: %s"
+                              % (probe, binary, first_error_line(text)))
+        for name in names:
+            if name not in self.created:
+                self.created.append(name)
+        return names[0]
+
+    def remove(self):
+        failed = []
+        for name in self.created:
+            proc = run([self.perf, "probe", "-q", "-d", name])
+            if proc.returncode != 0:
+                failed.append(name)
+        self.created = []
+        return failed
+
+
+def record_command(perf, output, alloc_events, free_events, stack_size, argv):
+    cmd = [perf, "record", "-o", output, "-z", "-m", MMAP_PAGES,
+           "--call-graph", "dwarf,%d" % stack_size]
+    for name in alloc_events:
+        cmd += ["-e", name]
+    for name in free_events:
+        cmd += ["-e", "%s/call-graph=no/" % name]
+    return cmd + ["--"] + list(argv)
+
+
+def check_perf_data(path):
+    """A one-line error unless path is a readable perf.data file."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(8)
+    except FileNotFoundError:
+        raise RecordError("%s: no such file (record one first: allocsites "
+                          "record -- PROG)" % path)
+    except OSError as e:
+        raise RecordError("%s: %s" % (path, e.strerror))
+    if magic != PERF_MAGIC:
+        raise RecordError("%s: not a perf.data file" % path)
