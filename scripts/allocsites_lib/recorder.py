@@ -18,12 +18,24 @@ PROBE_EVENTS = ("alloc", "free")
 PERF_MAGIC = b"PERFILE2"
 
 # Recording options. -z (zstd) shrinks the copied user stacks ~300:1 and is
-# what keeps the writer up with a burst; -m gives each CPU 64 MiB of ring
-# buffer. Frees carry no call graph: the report does not attribute them,
-# and their stack copies would double the data. bench/burst.sh measures the
-# loss of these settings.
+# what keeps the writer up with a burst. The ring buffers absorb bursts
+# while perf's writer is starved of CPU (the program's threads compete
+# with it): 1 GiB in all, at most 256 MiB and at least 64 MiB per CPU.
+# Frees carry no call graph: the report does not attribute them, and their
+# stack copies would double the data. bench/burst.sh measures the loss.
 DEFAULT_STACK_SIZE = 4096
-MMAP_PAGES = "16384"
+RING_BUDGET = 1 << 30
+RING_MIN, RING_MAX = 64 << 20, 256 << 20
+
+
+def mmap_pages(cpus=None, page=4096):
+    """Ring buffer pages per CPU for perf record -m (a power of two)."""
+    cpus = cpus or os.cpu_count() or 1
+    per_cpu = max(RING_MIN, min(RING_MAX, RING_BUDGET // cpus))
+    pages = 1
+    while pages * 2 * page <= per_cpu:
+        pages *= 2
+    return pages
 
 
 class RecordError(Exception):
@@ -210,7 +222,7 @@ class ProbeEvents:
 
 
 def record_command(perf, output, alloc_events, free_events, stack_size, argv):
-    cmd = [perf, "record", "-o", output, "-z", "-m", MMAP_PAGES,
+    cmd = [perf, "record", "-o", output, "-z", "-m", str(mmap_pages()),
            "--call-graph", "dwarf,%d" % stack_size]
     for name in alloc_events:
         cmd += ["-e", name]

@@ -1,0 +1,37 @@
+# allocsites. Two commands on a fresh Debian 12 machine (as root):
+#   make demo    profile the example compiler: a table and build/demo.svg
+#   make check   all tests (unit, and integration under real perf)
+# Both install what they miss first (ci/install-deps.sh).
+
+BUILD ?= build
+CFLAGS ?= -O2 -g
+PYTHON := /usr/bin/python3
+DEMO_SIZE ?= 4000
+
+.DEFAULT_GOAL := all
+include examples/Makefile.inc
+include tests/Makefile.inc
+
+.PHONY: all deps demo check unit bench clean
+
+all: examples $(TEST_PROGRAMS)
+
+deps:
+	@sh ci/install-deps.sh
+
+# examples and tests are built after deps (gcc, sys/sdt.h) are in place.
+demo: deps
+	@$(MAKE) --no-print-directory $(BUILD)/minicc
+	$(PYTHON) scripts/allocsites -o $(BUILD)/demo.data -- $(BUILD)/minicc $(DEMO_SIZE)
+	@echo "flame graph: $(BUILD)/demo.svg  (JSON: scripts/allocsites report -i $(BUILD)/demo.data --json FILE)"
+
+check: deps
+	@$(MAKE) --no-print-directory all
+	BUILD=$(abspath $(BUILD)) $(PYTHON) tests/run.py
+
+# Unit tests only: no perf, no root.
+unit:
+	$(PYTHON) tests/run.py tests/unit
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,27 @@
+#!/bin/sh
+# Installs what allocsites needs on Debian 12, only if something is missing:
+#   perf (linux-perf), sys/sdt.h (systemtap-sdt-dev), gcc, make, addr2line
+#   (binutils) and the system Python perf embeds (python3).
+# tracefs is not mounted here: `allocsites record` mounts it when needed and
+# unmounts it afterwards, leaving the machine as it found it.
+set -eu
+
+missing=""
+command -v perf >/dev/null 2>&1 || missing="$missing linux-perf"
+[ -f /usr/include/x86_64-linux-gnu/sys/sdt.h ] || [ -f /usr/include/sys/sdt.h ] ||
+    missing="$missing systemtap-sdt-dev"
+command -v gcc >/dev/null 2>&1 || missing="$missing gcc libc6-dev"
+command -v make >/dev/null 2>&1 || missing="$missing make"
+command -v addr2line >/dev/null 2>&1 || missing="$missing binutils"
+[ -x /usr/bin/python3 ] || missing="$missing python3"
+
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+    echo "install-deps: missing:$missing; run as root (or apt-get install them)" >&2
+    exit 1
+fi
+echo "install-deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

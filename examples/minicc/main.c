@@ -1,0 +1,190 @@
+/* main.c - minicc [FUNCTIONS]: generates a program of FUNCTIONS functions
+ * (default 500), lexes, parses and type-checks it, frees everything and
+ * prints one line of counts. The counts of the objects are the numbers of
+ * rt_alloc / rt_realloc calls per tag; allocs= is their sum, which is the
+ * number of rt:alloc events, and of rt:free events too (all is freed).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "minicc.h"
+#include "rt_probes.h"
+
+/* Names of the tags in the profile: data in the binary, no code. */
+RT_TAG_NAME(TAG_TOKENS, "tokens");
+RT_TAG_NAME(TAG_AST, "ast");
+RT_TAG_NAME(TAG_STRINGS, "strings");
+RT_TAG_NAME(TAG_TYPES, "types");
+RT_TAG_NAME(TAG_SCRATCH, "scratch");
+RT_TAG_NAME(TAG_SYMTAB, "symtab");
+
+struct stats stats;
+
+void out_of_memory(void)
+{
+    fputs("minicc: out of memory\n", stderr);
+    exit(2);
+}
+
+/* The generated source text (tag scratch). */
+static char *src;
+static size_t src_len, src_cap;
+
+static void emit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void emit(const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    for (;;) {
+        va_start(ap, fmt);
+        n = vsnprintf(src + src_len, src_cap - src_len, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            abort();
+        if (src_len + (size_t)n < src_cap)
+            break;
+        src_cap *= 2;
+        src = rt_realloc(src, src_cap, TAG_SCRATCH);
+        if (!src)
+            out_of_memory();
+        stats.scratch++;
+    }
+    src_len += (size_t)n;
+}
+
+static unsigned rnd(unsigned n) /* xorshift: the same program every run */
+{
+    static unsigned x = 2463534242u;
+
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return x % n;
+}
+
+static unsigned arity(unsigned f)
+{
+    return 1 + f % 3;
+}
+
+/* An int expression in function f, which has nvars variables so far. */
+static void gen_expr(unsigned f, unsigned nvars, int depth)
+{
+    unsigned r = rnd(10), g, i;
+
+    if (depth <= 0 || r < 3) {
+        r = rnd(3);
+        if (r == 0)
+            emit("%u", rnd(100));
+        else if (r == 1 || nvars == 0)
+            emit("%c", 'a' + rnd(arity(f)));
+        else
+            emit("v%u", rnd(nvars));
+    } else if (r < 4 && f > 0) {
+        g = rnd(f); /* an earlier function */
+        emit("f%u(", g);
+        for (i = 0; i < arity(g); i++) {
+            emit("%s", i ? ", " : "");
+            gen_expr(f, nvars, depth - 2);
+        }
+        emit(")");
+    } else {
+        emit("%s", r < 6 ? "(" : "");
+        gen_expr(f, nvars, depth - 1);
+        emit(" %c ", "+-*/"[rnd(4)]);
+        gen_expr(f, nvars, depth - 1);
+        emit("%s", r < 6 ? ")" : "");
+    }
+}
+
+static void gen_stmts(unsigned f, unsigned *nvars, int n, int indent)
+{
+    static const char *const cmp[] = {"<", ">", "=="};
+    unsigned r;
+
+    while (n-- > 0) {
+        r = rnd(10);
+        emit("%*s", 4 * indent, "");
+        if (r < 4 || *nvars == 0) {
+            emit("let v%u = ", *nvars);
+            gen_expr(f, *nvars, 4);
+            ++*nvars;
+            emit(";\n");
+        } else if (r < 7 || indent > 2) {
+            emit("v%u = ", rnd(*nvars));
+            gen_expr(f, *nvars, 4);
+            emit(";\n");
+        } else {
+            emit("%s (", r < 9 ? "if" : "while");
+            gen_expr(f, *nvars, 3);
+            emit(" %s ", cmp[rnd(3)]);
+            gen_expr(f, *nvars, 3);
+            emit(") {\n");
+            gen_stmts(f, nvars, 1 + (int)rnd(3), indent + 1);
+            emit("%*s}", 4 * indent, "");
+            if (r == 8) {
+                emit(" else {\n");
+                gen_stmts(f, nvars, 1 + (int)rnd(2), indent + 1);
+                emit("%*s}", 4 * indent, "");
+            }
+            emit("\n");
+        }
+    }
+}
+
+static void gen_program(unsigned nfuncs)
+{
+    unsigned f, i, nvars;
+
+    src_cap = 64 * 1024;
+    src = rt_alloc(src_cap, TAG_SCRATCH);
+    if (!src)
+        out_of_memory();
+    stats.scratch++;
+    for (f = 0; f < nfuncs; f++) {
+        emit("fn f%u(", f);
+        for (i = 0; i < arity(f); i++)
+            emit(i ? ", %c" : "%c", 'a' + i);
+        emit(") {\n");
+        nvars = 0;
+        gen_stmts(f, &nvars, 3 + (int)rnd(5), 1);
+        emit("    return ");
+        gen_expr(f, nvars, 4);
+        emit(";\n}\n");
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int nfuncs = argc > 1 ? atoi(argv[1]) : 500, errors;
+    struct token *tokens;
+    struct node *program;
+
+    if (nfuncs < 0) {
+        fputs("usage: minicc [FUNCTIONS]\n", stderr);
+        return 2;
+    }
+    gen_program((unsigned)nfuncs);
+    tokens = lex(src, src_len);
+    program = parse(tokens);
+    errors = check(program);
+
+    free_types();
+    free_ast(program);
+    free_idents();
+    free_tokens(tokens);
+    rt_free(src);
+
+    printf("minicc: functions=%d tokens=%ld nodes=%ld max_depth=%d "
+           "strings=%ld types=%ld scratch=%ld symtab=%ld allocs=%ld "
+           "errors=%d\n",
+           nfuncs, stats.tokens, stats.nodes, stats.max_depth, stats.strings,
+           stats.types, stats.scratch, stats.symtab_grows,
+           stats.tokens + stats.nodes + stats.strings + stats.types +
+               stats.scratch + stats.symtab_grows,
+           errors);
+    return errors != 0;
+}

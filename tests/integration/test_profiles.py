@@ -1,0 +1,116 @@
+"""Exact profiles under real perf, compared with each program's truth."""
+
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import ROOT, ProfileTest, program  # noqa: E402
+
+
+class ExactProfiles(ProfileTest):
+
+    def test_sites_tags_inline_recursion_realloc(self):
+        report, truth, rec, rep = self.profile(program("t_basic"), ["3000"])
+        self.assertMatchesTruth(report, truth)
+        # Table and recording summary state the loss.
+        self.assertIn("lost: 0", rep.stdout)
+        self.assertIn("lost: 0", rec.stderr)
+        tags = {t for s in report["sites"] for t in s["tags"]}
+        self.assertEqual(tags, {"ast", "tokens", "7"})
+
+    def test_inlined_helper_stack_shows_helper_and_caller(self):
+        report, truth, _, _ = self.profile(program("t_basic"), ["50"])
+        self.assertLossless(report)
+        intern = [s for s in report["stacks"]
+                  if s["frames"][0]["function"] == "intern"]
+        self.assertEqual(len(intern), 1)
+        frames = intern[0]["frames"]
+        self.assertTrue(frames[0]["inlined"])
+        self.assertEqual(frames[1]["function"], "main")
+        self.assertFalse(frames[1]["inlined"])
+        want = [r for r in truth["records"] if r["function"] == "intern"]
+        self.assertEqual(frames[0]["line"], want[0]["line"])
+        self.assertEqual(intern[0]["count"], want[0]["count"])
+
+    def test_recursion_keeps_every_level(self):
+        report, truth, _, _ = self.profile(program("t_basic"), ["10"])
+        self.assertLossless(report)
+        nest = [s for s in report["stacks"]
+                if s["frames"][0]["function"] == "nest"]
+        # nest(20) .. nest(0): 21 distinct stacks, the deepest has 21 nest
+        # frames (the site and 20 recursive callers) above main.
+        self.assertEqual(len(nest), 21)
+        depths = sorted(sum(f["function"] == "nest" for f in s["frames"])
+                        for s in nest)
+        self.assertEqual(depths, list(range(1, 22)))
+        self.assertEqual(report["truncated_stacks"], 0)
+
+    def test_two_threads_allocating_at_once(self):
+        report, truth, _, _ = self.profile(program("t_threads"), ["8000"])
+        self.assertMatchesTruth(report, truth)
+        functions = {s["function"] for s in report["sites"]}
+        self.assertEqual(functions, {"worker_a", "worker_b", "main"})
+
+    def test_allocator_in_shared_library(self):
+        prog = program("t_shlib")
+        libs = subprocess.run(["ldd", prog], stdout=subprocess.PIPE,
+                              check=True, universal_newlines=True).stdout
+        self.assertIn("librtalloc.so", libs)
+        report, truth, _, _ = self.profile(prog, ["2500"])
+        self.assertMatchesTruth(report, truth)
+        dsos = {s["frames"][0]["dso"] for s in report["stacks"]}
+        self.assertEqual(dsos, {os.path.realpath(prog)})
+        self.assertIn("strings", {t for s in report["sites"] for t in s["tags"]})
+
+    def test_program_arguments_pass_through_unchanged(self):
+        args = ["40", "two words", "it's \"quoted\"", "", "$HOME *", "a\\b"]
+        report, truth, _, _ = self.profile(program("t_basic"), args)
+        self.assertEqual(truth["argv"][1:], args)
+        self.assertMatchesTruth(report, truth)
+
+    def test_rebuilt_binary_is_probed_anew(self):
+        # Same path, new build with every line moved: the second profile
+        # must see the new lines (a stale uprobe would record nothing).
+        src = os.path.join(ROOT, "tests", "programs", "t_basic.c")
+        copy = os.path.join(self.tmp, "t_rebuilt.c")
+        prog = os.path.join(self.tmp, "t_rebuilt")
+        lines_seen = []
+        for padding in ("", "\n\n\n/* moved */\n"):
+            with open(src) as f:
+                text = f.read()
+            with open(copy, "w") as f:
+                f.write(padding + text)
+            subprocess.run(
+                ["gcc", "-O2", "-g", "-pthread", "-I" + os.path.join(ROOT, "include"),
+                 "-I" + os.path.join(ROOT, "examples", "rtalloc"),
+                 "-I" + os.path.join(ROOT, "tests", "programs"),
+                 copy, os.path.join(ROOT, "examples", "rtalloc", "rt_alloc.c"),
+                 "-o", prog], check=True)
+            report, truth, _, _ = self.profile(prog, ["200"])
+            self.assertMatchesTruth(report, truth)
+            lines_seen.append(sorted(s["line"] for s in report["sites"]))
+        self.assertEqual([l + 4 for l in lines_seen[0]], lines_seen[1])
+
+    def test_outputs_svg_folded_csv(self):
+        out = {k: os.path.join(self.tmp, "out." + k)
+               for k in ("svg", "folded", "csv")}
+        report, truth, _, rep = self.profile(
+            program("t_basic"), ["100"],
+            ["--svg", out["svg"], "--folded", out["folded"], "--csv",
+             out["csv"], "--weight", "count"])
+        self.assertMatchesTruth(report, truth)
+        with open(out["folded"]) as f:
+            folded_total = sum(int(l.rsplit(" ", 1)[1]) for l in f)
+        self.assertEqual(folded_total, report["totals"]["count"])
+        with open(out["csv"]) as f:
+            self.assertEqual(len(f.read().splitlines()),
+                             len(report["sites"]) + 1)
+        with open(out["svg"]) as f:
+            self.assertIn("<svg", f.read(200))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,30 @@
+#!/usr/bin/python3
+"""Runs the test suites and ends with one line: 'check: N passed, N failed,
+N skipped'. Usage: tests/run.py [DIR...] (default: tests/unit and
+tests/integration). Runs under the system Python, the one perf embeds."""
+
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main(dirs):
+    suite = unittest.TestSuite()
+    loader = unittest.TestLoader()
+    for d in dirs:
+        d = os.path.abspath(d)
+        suite.addTests(loader.discover(d, pattern="test_*.py", top_level_dir=d))
+    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
+    failed = len(result.failures) + len(result.errors) + \
+        len(result.unexpectedSuccesses)
+    skipped = len(result.skipped)
+    passed = result.testsRun - failed - skipped
+    print("check: %d passed, %d failed, %d skipped" % (passed, failed, skipped))
+    return 0 if failed == 0 and result.testsRun > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:] or [os.path.join(HERE, "unit"),
+                                   os.path.join(HERE, "integration")]))
