@@ -6,7 +6,7 @@
 BUILD ?= build
 CFLAGS ?= -O2 -g
 PYTHON := /usr/bin/python3
-DEMO_SIZE ?= 4000
+DEMO_SIZE ?= 500
 
 .DEFAULT_GOAL := all
 include examples/Makefile.inc

@@ -1,6 +1,6 @@
 """The allocsites command: record, report, or both in one go.
 
-  allocsites record [-o FILE] [--stack-size N] [--lib SO] -- PROG [ARGS...]
+  allocsites record [-o FILE] [--stack-size N] [--lib SO] [--frees] -- PROG [ARGS...]
   allocsites report [-i FILE] [report options]
   allocsites [-o FILE] [--stack-size N] [report options] -- PROG [ARGS...]
 """
@@ -17,9 +17,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ENTRY_SCRIPT = os.path.join(os.path.dirname(HERE), "allocsites.py")
 
 USAGE = """\
-usage: allocsites record [-o FILE] [--stack-size BYTES] [--lib SO] -- PROG [ARGS...]
+usage: allocsites record [-o FILE] [--stack-size BYTES] [--lib SO] [--frees] -- PROG [ARGS...]
        allocsites report [-i FILE] [report options, see allocsites report --help]
-       allocsites [-o FILE] [--stack-size BYTES] [report options] -- PROG [ARGS...]
+       allocsites [record options] [report options] -- PROG [ARGS...]
 
 Per-call-site allocation profiles of allocators annotated with the rt USDT
 probes (include/rt_probes.h), recorded with perf.
@@ -36,6 +36,8 @@ record options:
                       the report says stacks were cut short
   --lib SO            also probe this shared library (one PROG loads with
                       dlopen, so ldd cannot name it); repeatable
+  --frees             also record rt:free events (counted in the report's
+                      totals; each costs a trap, so off by default)
 
 examples:
   allocsites -- ./build/minicc 20000
@@ -59,8 +61,11 @@ def split_program(argv):
 
 
 def take_record_options(args):
-    """Pulls -o, --stack-size and --lib out of args; returns (values, rest)."""
+    """Pulls -o, --stack-size, --lib and --frees out of args; returns
+    ((output, stack size, libs, frees), rest)."""
     output, stack, libs, rest = "perf.data", recorder.DEFAULT_STACK_SIZE, [], []
+    frees = "--frees" in args
+    args = [a for a in args if a != "--frees"]
     i = 0
     while i < len(args):
         a = args[i]
@@ -90,7 +95,7 @@ def take_record_options(args):
             if stack < 8 or stack > 65528 or stack % 8:
                 raise Usage("--stack-size must be a multiple of 8 from 8 to "
                             "65528, not %d" % stack)
-    return (output, stack, libs), rest
+    return (output, stack, libs, frees), rest
 
 
 class Interrupts:
@@ -125,7 +130,7 @@ class Interrupts:
         return False
 
 
-def record(output, stack_size, libs, argv, out=sys.stderr):
+def record(output, stack_size, libs, record_frees, argv, out=sys.stderr):
     """Records argv; returns perf record's exit status."""
     if not argv:
         raise Usage("no program given after --")
@@ -150,7 +155,7 @@ def record(output, stack_size, libs, argv, out=sys.stderr):
         for path, names in binaries:
             if "alloc" in names:
                 allocs.append(events.add(path, "alloc"))
-            if "free" in names:
+            if record_frees and "free" in names:
                 frees.append(events.add(path, "free"))
         cmd = recorder.record_command(perf, output, allocs, frees, stack_size,
                                       argv)
@@ -191,8 +196,9 @@ def summarize(perf, output, out):
             by_kind[kind] += n
     lost_text = str(lost) if lost or not records else \
         "unknown (%d lost records)" % records
-    out.write("allocsites: recorded %d alloc, %d free events; lost: %s -> %s\n"
-              % (by_kind["alloc"], by_kind["free"], lost_text, output))
+    out.write("allocsites: recorded %d alloc%s events; lost: %s -> %s\n"
+              % (by_kind["alloc"], (", %d free" % by_kind["free"])
+                 if by_kind["free"] else "", lost_text, output))
     if lost or records:
         out.write("allocsites: warning: events were lost: the profile is "
                   "incomplete (see docs/design.md, Loss)\n")
@@ -259,18 +265,18 @@ def dispatch(argv):
         return report(data, rest)
     if argv[0] == "record":
         ours, prog = split_program(argv[1:])
-        (output, stack, libs), rest = take_record_options(ours)
+        (output, stack, libs, frees), rest = take_record_options(ours)
         if rest:
             raise Usage("record: unknown option %s" % rest[0])
         if prog is None:
             raise Usage("record: put the program after --")
-        return record(output, stack, libs, prog)
+        return record(output, stack, libs, frees, prog)
     ours, prog = split_program(argv)
     if prog is None:
         raise Usage("unknown command %s" % argv[0])
-    (output, stack, libs), report_args = take_record_options(ours)
+    (output, stack, libs, frees), report_args = take_record_options(ours)
     options.parse(report_args, prog="allocsites")  # fail before recording
-    status = record(output, stack, libs, prog)
+    status = record(output, stack, libs, frees, prog)
     if not any(a == "--svg" or a.startswith("--svg=") for a in report_args):
         report_args = report_args + [
             "--svg", os.path.splitext(output)[0] + ".svg"]

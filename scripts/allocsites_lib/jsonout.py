@@ -36,8 +36,13 @@ def report_dict(report, top=None):
         "lost_reason": report.lost_reason,
         "events": dict(sorted(report.events.items()),
                        malformed=report.malformed),
+        # frees: null when rt:free was not recorded (allocsites record
+        # --frees), rather than a misleading 0.
         "totals": {"count": folded.count, "bytes": folded.bytes,
-                   "frees": report.frees[0], "freed_bytes": report.frees[1]},
+                   "frees": report.frees[0] if report.events.get("free")
+                   else None,
+                   "freed_bytes": report.frees[1] if report.events.get("free")
+                   else None},
         "truncated_stacks": folded.truncated,
         "filters": report.filters,
         "warnings": list(report.warnings),

@@ -36,14 +36,16 @@ Event = collections.namedtuple(
 # the offset into it, or None.
 RawFrame = collections.namedtuple("RawFrame", "dso addr sym off ip")
 
-_EVENT_RE = re.compile(r"^sdt_rt__(alloc|free|sample)(?:_\d+)?$")
+_EVENT_RE = re.compile(r"^sdt_rt__(alloc|free|sample)(?:_\d+)?\Z")
 
 UNKNOWN_DSO = "[unknown]"
 
 
 def event_kind(event_name):
     """'alloc', 'free', 'sample' for an rt event handler name, else None."""
-    m = _EVENT_RE.match(event_name or "")
+    if not isinstance(event_name, str):
+        return None
+    m = _EVENT_RE.match(event_name)
     return m.group(1) if m else None
 
 
@@ -52,9 +54,11 @@ def raw_frames(callchain, perf_inlines=False):
 
     perf_inlines: perf ran with inline expansion on, so same-ip entries with
     a different name are inline entries to drop (see the module doc)."""
+    if not isinstance(callchain, (list, tuple)):
+        return ()
     frames = []
     last_ip = last_name = None
-    for entry in callchain or ():
+    for entry in callchain:
         if not isinstance(entry, dict):
             continue
         ip = entry.get("ip")

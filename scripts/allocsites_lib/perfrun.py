@@ -79,11 +79,12 @@ def event_samples(text):
 
 
 def stats_text(path, perf="perf", timeout=120):
-    """`perf report --stats -i path` output, or raise OSError/SubprocessError."""
+    """`perf report --stats -i path` output, or raise OSError/SubprocessError
+    (a failing perf must not read as "nothing lost")."""
     return subprocess.run([perf, "report", "--stats", "-i", path],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           stdin=subprocess.DEVNULL, timeout=timeout,
-                          check=False).stdout.decode("utf-8", "replace")
+                          check=True).stdout.decode("utf-8", "replace")
 
 
 def parse_stats(text, event_prefix="sdt_rt:"):

@@ -8,8 +8,8 @@ DWARF records them (directory + name), not perf's basename.
 A frame that cannot be resolved degrades, never raises:
   - no debug line info: function = "symbol+0xoffset" (one per call
     instruction, so distinct call sites stay distinct), file = the DSO;
-  - no symbol at all:   function = "[unknown]", file = the DSO, and the
-    run-time address (differs between runs: ASLR) in `addr`.
+  - no symbol at all:   function = "[unknown] <dso basename>+0x<ip>" with
+    the run-time address (differs between runs: ASLR), file = the DSO.
 Each degraded DSO is named once in `warnings`.
 """
 

@@ -33,8 +33,9 @@ def render_table(report, top=20, cwd=None):
         folded.bytes, human_bytes(folded.bytes), folded.count,
         len(folded.sites), (", %d not shown" % more) if more > 0 else ""))
     ev = report.events
-    lines.append("events: %d alloc, %d free; lost: %s%s" % (
-        ev.get("alloc", 0), ev.get("free", 0), lost_text(report),
+    frees = ("%d free" % ev["free"]) if ev.get("free") else "frees not recorded"
+    lines.append("events: %d alloc, %s; lost: %s%s" % (
+        ev.get("alloc", 0), frees, lost_text(report),
         (", malformed: %d" % report.malformed) if report.malformed else ""))
     if is_lossy(report):
         lines.append("WARNING: this profile is incomplete: events were lost")

@@ -1,0 +1,317 @@
+import os, sys, unittest
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+
+import re
+import struct
+import tempfile
+
+from allocsites_lib import elf
+from allocsites_lib.symbolize import run_addr2line
+
+import fixtures
+from fixtures import FakeElf, rt_tags_blob
+
+
+def note(ntype, owner, desc):
+    name = owner.encode() + b"\0"
+    return (struct.pack("<III", len(name), len(desc), ntype)
+            + name + b"\0" * (-len(name) % 4) + desc + b"\0" * (-len(desc) % 4))
+
+
+def stapsdt_desc(pc, base, sem, provider, name, args):
+    return struct.pack("<QQQ", pc, base, sem) + b"\0".join(
+        s.encode() for s in (provider, name, args)) + b"\0"
+
+
+class IterNotesTest(unittest.TestCase):
+    def test_two_notes_with_padding(self):
+        desc1 = bytes(range(20))
+        desc2 = b"abcde"          # 5 bytes: padded to 8
+        blob = note(3, "GNU", desc1) + note(1, "stapsdt", desc2)
+        self.assertEqual(list(elf.iter_notes(blob)),
+                         [(3, "GNU", desc1), (1, "stapsdt", desc2)])
+
+    def test_empty_and_short(self):
+        self.assertEqual(list(elf.iter_notes(b"")), [])
+        self.assertEqual(list(elf.iter_notes(b"\x04\0\0\0\x04\0\0")), [])
+
+    def test_overlong_sizes_do_not_raise(self):
+        blob = struct.pack("<III", 4, 1000, 3) + b"GNU\0" + b"xy"
+        self.assertEqual(list(elf.iter_notes(blob)), [(3, "GNU", b"xy")])
+
+
+class TagNamesSyntheticTest(unittest.TestCase):
+    def names(self, blob):
+        return elf.tag_names(FakeElf(blobs={".rt_tags": blob}))
+
+    def test_records_of_every_padding(self):
+        pairs = [(1, "ast"), (2, "tokens"), (3, "ab"), (4, "abcdefg"), (0, "zero")]
+        self.assertEqual(self.names(rt_tags_blob(pairs)), dict(pairs))
+
+    def test_record_layout_by_hand(self):
+        blob = (b"\x05\0\0\0" b"\x04\0\0\0" b"ast\0"
+                b"\xff\xff\xff\xff" b"\x07\0\0\0" b"tokens\0\0")
+        self.assertEqual(self.names(blob), {5: "ast", 4294967295: "tokens"})
+
+    def test_no_section(self):
+        self.assertEqual(elf.tag_names(FakeElf()), {})
+        self.assertEqual(self.names(b""), {})
+
+    def test_truncated_record_keeps_earlier(self):
+        blob = rt_tags_blob([(1, "ast")]) + struct.pack("<II", 2, 50) + b"tok"
+        self.assertEqual(self.names(blob), {1: "ast"})
+
+    def test_zero_length_stops(self):
+        blob = rt_tags_blob([(1, "ast")]) + struct.pack("<II", 2, 0) + rt_tags_blob([(3, "x")])
+        self.assertEqual(self.names(blob), {1: "ast"})
+
+    def test_trailing_partial_header_ignored(self):
+        self.assertEqual(self.names(rt_tags_blob([(1, "ast")]) + b"\x02\0\0"), {1: "ast"})
+
+    def test_name_cut_at_first_nul(self):
+        blob = struct.pack("<II", 1, 8) + b"ab\0cdef\0"
+        self.assertEqual(self.names(blob), {1: "ab"})
+
+    def test_invalid_utf8_replaced(self):
+        blob = struct.pack("<II", 1, 4) + b"a\xffb\0"
+        self.assertEqual(self.names(blob), {1: "a\ufffdb"})
+
+    def test_utf8_names(self):
+        self.assertEqual(self.names(rt_tags_blob([(1, "arbre-\u00e9t\u00e9")])),
+                         {1: "arbre-\u00e9t\u00e9"})
+
+    def test_duplicate_tag_last_wins(self):
+        self.assertEqual(self.names(rt_tags_blob([(1, "old"), (1, "new")])), {1: "new"})
+
+
+class StapsdtSyntheticTest(unittest.TestCase):
+    def probes(self, blob):
+        return elf.stapsdt_probes(FakeElf(blobs={".note.stapsdt": blob}))
+
+    def test_probe_read(self):
+        blob = note(3, "stapsdt", stapsdt_desc(0x11a0, 0x2004, 0x4020, "rt", "alloc",
+                                               "8@%rax 8@%rbx 4@%ebp"))
+        self.assertEqual(self.probes(blob),
+                         [("rt", "alloc", 0x11a0, 0x4020, "8@%rax 8@%rbx 4@%ebp")])
+
+    def test_other_notes_skipped(self):
+        good = note(3, "stapsdt", stapsdt_desc(1, 2, 3, "rt", "free", ""))
+        blob = (note(3, "GNU", stapsdt_desc(9, 9, 9, "x", "y", "z"))
+                + note(4, "stapsdt", stapsdt_desc(9, 9, 9, "x", "y", "z"))
+                + note(3, "stapsdt", b"short")
+                + note(3, "stapsdt", struct.pack("<QQQ", 9, 9, 9) + b"only\0two")
+                + good)
+        self.assertEqual(self.probes(blob), [("rt", "free", 1, 3, "")])
+
+    def test_no_section(self):
+        self.assertEqual(elf.stapsdt_probes(FakeElf()), [])
+
+
+class ToLinkAddressSyntheticTest(unittest.TestCase):
+    SEGS = [(0, 0x400000, 0x528), (0x1000, 0x401000, 0x1d1), (0x2df8, 0x403df8, 0x230)]
+
+    def test_none_is_identity(self):
+        self.assertEqual(elf.to_link_address(None, 0x1234), 0x1234)
+
+    def test_et_dyn_is_identity(self):
+        self.assertEqual(elf.to_link_address(FakeElf(3, self.SEGS), 0x1100), 0x1100)
+
+    def test_et_exec_maps_through_segment(self):
+        image = FakeElf(2, self.SEGS)
+        self.assertEqual(elf.to_link_address(image, 0x0), 0x400000)
+        self.assertEqual(elf.to_link_address(image, 0x527), 0x400527)
+        self.assertEqual(elf.to_link_address(image, 0x1000), 0x401000)
+        self.assertEqual(elf.to_link_address(image, 0x11ae), 0x4011ae)
+        self.assertEqual(elf.to_link_address(image, 0x2e00), 0x403e00)
+
+    def test_et_exec_outside_segments_is_identity(self):
+        image = FakeElf(2, self.SEGS)
+        self.assertEqual(elf.to_link_address(image, 0x528 + 0x10), 0x538)
+        self.assertEqual(elf.to_link_address(image, 0x11d1), 0x11d1)
+        self.assertEqual(elf.to_link_address(image, 0x10000000), 0x10000000)
+
+
+class OpenElfBadInputTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def write(self, name, data):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def test_missing(self):
+        self.assertIsNone(elf.open_elf(os.path.join(self.tmp.name, "nope")))
+
+    def test_directory(self):
+        self.assertIsNone(elf.open_elf(self.tmp.name))
+
+    def test_not_elf(self):
+        self.assertIsNone(elf.open_elf(self.write("t.txt", b"#!/bin/sh\n" * 20)))
+
+    def test_empty_and_short(self):
+        self.assertIsNone(elf.open_elf(self.write("e", b"")))
+        self.assertIsNone(elf.open_elf(self.write("s", b"\x7fELF\x02\x01\x01" + b"\0" * 50)))
+
+    def test_elf32_and_big_endian_rejected(self):
+        header = bytearray(b"\x7fELF\x02\x01\x01" + b"\0" * 100)
+        header[4] = 1
+        self.assertIsNone(elf.open_elf(self.write("e32", bytes(header))))
+        header[4], header[5] = 2, 2
+        self.assertIsNone(elf.open_elf(self.write("ebe", bytes(header))))
+
+    def test_headers_pointing_past_the_end(self):
+        header = bytearray(b"\x7fELF\x02\x01\x01" + b"\0" * 57)
+        struct.pack_into("<QQ", header, 32, 0x10000, 0x20000)       # e_phoff, e_shoff
+        struct.pack_into("<HHHH", header, 54, 56, 3, 64, 5)          # phentsize.. shnum
+        self.assertIsNone(elf.open_elf(self.write("past", bytes(header))))
+
+
+class RealElfTest(unittest.TestCase):
+    """ELF facts of programs compiled here, checked against binutils."""
+
+    @classmethod
+    def setUpClass(cls):
+        fixtures.require_toolchain()
+        cls.progs = fixtures.build_programs(
+            dict(flags=["-fPIE", "-pie"]),
+            dict(flags=["-fno-pie", "-no-pie"], name="prog_exec"),
+            dict(source=fixtures.PLAIN_PROGRAM, flags=["-Wl,--build-id=none"], name="plain"),
+            dict(flags=["-fPIC", "-shared"], name="libprog.so"))
+        cls.pie, cls.exe, cls.plain, cls.lib = cls.progs
+
+    @classmethod
+    def tearDownClass(cls):
+        for prog in cls.progs:
+            prog.cleanup()
+
+    def readelf_notes(self, prog):
+        return fixtures.run(["readelf", "-nW", prog.path])
+
+    def test_elf_types(self):
+        self.assertEqual(elf.open_elf(self.pie.path).e_type, elf.ET_DYN)
+        self.assertEqual(elf.open_elf(self.lib.path).e_type, elf.ET_DYN)
+        self.assertEqual(elf.open_elf(self.exe.path).e_type, elf.ET_EXEC)
+
+    def test_load_segments_match_readelf(self):
+        for prog in (self.pie, self.exe):
+            with self.subTest(prog=prog.path):
+                self.assertEqual(elf.open_elf(prog.path).segments, prog.load_segments())
+
+    def test_build_id_matches_readelf(self):
+        for prog in (self.pie, self.exe, self.lib):
+            with self.subTest(prog=prog.path):
+                m = re.search(r"Build ID: ([0-9a-f]+)", self.readelf_notes(prog))
+                self.assertIsNotNone(m)
+                self.assertEqual(elf.build_id(elf.open_elf(prog.path)), m.group(1))
+
+    def test_no_build_id(self):
+        self.assertIsNone(elf.build_id(elf.open_elf(self.plain.path)))
+
+    def test_stapsdt_probes_match_readelf(self):
+        for prog in (self.pie, self.exe, self.lib):
+            with self.subTest(prog=prog.path):
+                text = self.readelf_notes(prog)
+                m = re.search(r"Provider: (\S+)\s+Name: (\S+)\s+Location: (0x[0-9a-f]+), "
+                              r"Base: 0x[0-9a-f]+, Semaphore: (0x[0-9a-f]+)\s+"
+                              r"Arguments: ([^\n]*)", text)
+                self.assertIsNotNone(m, text)
+                expected = [(m.group(1), m.group(2), int(m.group(3), 16),
+                             int(m.group(4), 16), m.group(5).strip())]
+                probes = elf.stapsdt_probes(elf.open_elf(prog.path))
+                self.assertEqual(probes, expected)
+                self.assertEqual(probes[0][:2], ("rt", "alloc"))
+
+    def test_probe_arguments_are_registers(self):
+        [(_, _, _, _, args)] = elf.stapsdt_probes(elf.open_elf(self.pie.path))
+        operands = args.split()
+        self.assertEqual([o.split("@")[0] for o in operands], ["8", "8", "4"])
+        for operand in operands:
+            self.assertRegex(operand, r"^-?\d+@%[a-z0-9]+$")
+
+    def test_semaphore_is_rt_alloc_semaphore(self):
+        [(_, _, _, sem, _)] = elf.stapsdt_probes(elf.open_elf(self.exe.path))
+        self.assertEqual(sem, self.exe.symbols()["rt_alloc_semaphore"][0])
+
+    def test_probe_pc_is_the_rt_alloc_line(self):
+        prog = self.pie
+        [(_, _, pc, _, _)] = elf.stapsdt_probes(elf.open_elf(prog.path))
+        start, size = prog.symbols()["rt_alloc"]
+        self.assertTrue(start <= pc < start + size)
+        chain = run_addr2line(prog.path, [pc])[pc]
+        self.assertEqual(chain[-1], ("rt_alloc", prog.src, prog.line("PROBE_LINE")))
+
+    def test_no_probes(self):
+        self.assertEqual(elf.stapsdt_probes(elf.open_elf(self.plain.path)), [])
+
+    def test_tag_names_exact(self):
+        for prog in (self.pie, self.exe, self.lib):
+            with self.subTest(prog=prog.path):
+                self.assertEqual(elf.tag_names(elf.open_elf(prog.path)), fixtures.TAGS)
+
+    def test_no_tag_names(self):
+        self.assertEqual(elf.tag_names(elf.open_elf(self.plain.path)), {})
+
+    def test_section_address_matches_readelf(self):
+        text = fixtures.run(["readelf", "-SW", self.pie.path])
+        m = re.search(r"\]\s+\.rt_tags\s+\S+\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)", text)
+        image = elf.open_elf(self.pie.path)
+        self.assertEqual(image.section_address(".rt_tags"), int(m.group(1), 16))
+        self.assertEqual(len(image.section(".rt_tags")), int(m.group(3), 16))
+        self.assertIsNone(image.section_address(".no_such_section"))
+        self.assertIsNone(image.section(".no_such_section"))
+
+    def test_nobits_section_is_empty(self):
+        self.assertEqual(elf.open_elf(self.pie.path).section(".bss"), b"")
+
+    def test_to_link_address_pie_identity(self):
+        image = elf.open_elf(self.pie.path)
+        for name in ("caller", "main", "rt_alloc"):
+            addr = self.pie.symbols()[name][0]
+            self.assertEqual(elf.to_link_address(image, addr), addr)
+
+    def test_to_link_address_exec_maps_offsets_to_vaddrs(self):
+        image = elf.open_elf(self.exe.path)
+        segments = self.exe.load_segments()
+        self.assertGreaterEqual(len(segments), 2)
+        for off, vaddr, size in segments:
+            for delta in (0, size // 2, size - 1):
+                with self.subTest(segment=hex(vaddr), delta=delta):
+                    self.assertEqual(elf.to_link_address(image, off + delta), vaddr + delta)
+
+    def test_to_link_address_exec_functions(self):
+        image = elf.open_elf(self.exe.path)
+        for name in ("caller", "direct", "main", "rt_alloc"):
+            vaddr = self.exe.symbols()[name][0]
+            with self.subTest(function=name):
+                self.assertEqual(elf.to_link_address(image, self.exe.file_offset(vaddr)), vaddr)
+
+    def test_corrupt_shstrndx_gives_empty_results(self):
+        with open(self.pie.path, "rb") as f:
+            data = bytearray(f.read())
+        struct.pack_into("<H", data, 62, 0xfff0)
+        path = os.path.join(self.pie.dir, "corrupt")
+        with open(path, "wb") as f:
+            f.write(data)
+        image = elf.open_elf(path)
+        self.assertIsNotNone(image)
+        self.assertEqual(image.sections, {})
+        self.assertIsNone(elf.build_id(image))
+        self.assertEqual(elf.tag_names(image), {})
+        self.assertEqual(elf.stapsdt_probes(image), [])
+
+    def test_truncated_binary(self):
+        with open(self.pie.path, "rb") as f:
+            data = f.read()
+        for size in (64, 4096):
+            path = os.path.join(self.pie.dir, "trunc%d" % size)
+            with open(path, "wb") as f:
+                f.write(data[:size])
+            with self.subTest(size=size):
+                self.assertIsNone(elf.open_elf(path))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,380 @@
+import os, sys, unittest
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+
+from allocsites_lib import fold
+from allocsites_lib.fold import NO_CALLER, Tally
+
+from fixtures import StubSymbolizer, alloc, fr, free, raw
+from allocsites_lib.parse import Event
+from allocsites_lib.symbolize import Frame
+
+# Source frames used throughout: a probe function, wrappers, sites, roots.
+PROBE = fr("rt_alloc", 14, "/src/rt_alloc.c")
+XMALLOC = fr("xmalloc", 30, "/src/util.c")
+XCALLOC = fr("xcalloc", 40, "/src/util.c")
+PARSE = fr("parse_expr", 120, "/src/parser.c")
+STMT = fr("parse_stmt", 300, "/src/parser.c")
+MAIN = fr("main", 10, "/src/main.c")
+START = fr("_start+0x25", 0, "/usr/bin/app")
+
+
+class World:
+    """A StubSymbolizer plus one RawFrame per source frame (or inline chain)."""
+
+    def __init__(self):
+        self.sym = StubSymbolizer()
+        self.raws = {}
+
+    def r(self, *frames):
+        key = tuple(frames)
+        if key not in self.raws:
+            self.raws[key] = self.sym.raw(*frames)
+        return self.raws[key]
+
+    def stack(self, *items):
+        """Raw stack, leaf first; an item is a Frame or a tuple (inline chain)."""
+        return [self.r(*((i,) if isinstance(i, Frame) else i)) for i in items]
+
+
+class TallyTest(unittest.TestCase):
+    def setUp(self):
+        self.w = World()
+        self.s1 = self.w.stack(PROBE, PARSE, MAIN, START)
+
+    def test_identical_stacks_counted_together(self):
+        t = Tally()
+        t.add(alloc(self.s1, 10, tag=1))
+        t.add(alloc(self.s1, 30, tag=1))
+        self.assertEqual(dict(t.stacks), {(tuple(self.s1), 1): [2, 40]})
+
+    def test_same_stack_different_tag_kept_apart(self):
+        t = Tally()
+        t.add(alloc(self.s1, 10, tag=1))
+        t.add(alloc(self.s1, 30, tag=2))
+        self.assertEqual(dict(t.stacks), {(tuple(self.s1), 1): [1, 10],
+                                          (tuple(self.s1), 2): [1, 30]})
+
+    def test_none_counts_as_malformed(self):
+        t = Tally()
+        t.add(None)
+        t.add(None)
+        self.assertEqual(t.malformed, 2)
+        self.assertEqual(dict(t.events), {})
+        self.assertEqual(dict(t.stacks), {})
+
+    def test_frees_counted_not_stacked(self):
+        t = Tally()
+        t.add(free(100))
+        t.add(free(28))
+        self.assertEqual(t.frees, [2, 128])
+        self.assertEqual(dict(t.events), {"free": 2})
+        self.assertEqual(dict(t.stacks), {})
+
+    def test_sample_events_only_counted(self):
+        t = Tally()
+        t.add(Event("sample", 1, 1, 64, 0, 4096, tuple(self.s1), 0))
+        self.assertEqual(dict(t.events), {"sample": 1})
+        self.assertEqual(dict(t.stacks), {})
+
+    def test_min_size_filters_smaller_allocations(self):
+        t = Tally(min_size=100)
+        t.add(alloc(self.s1, 99))
+        t.add(alloc(self.s1, 100))
+        t.add(alloc(self.s1, 101))
+        self.assertEqual(t.filtered, 1)
+        self.assertEqual(dict(t.stacks), {(tuple(self.s1), 0): [2, 201]})
+        self.assertEqual(t.events["alloc"], 3)
+
+    def test_min_size_does_not_filter_frees(self):
+        t = Tally(min_size=100)
+        t.add(free(1))
+        self.assertEqual((t.frees, t.filtered), ([1, 1], 0))
+
+    def test_no_callchain_counted_and_kept(self):
+        t = Tally()
+        t.add(alloc([], 8))
+        self.assertEqual(t.no_callchain, 1)
+        self.assertEqual(dict(t.stacks), {((), 0): [1, 8]})
+
+    def test_dsos(self):
+        t = Tally()
+        t.add(alloc([raw(1, dso="/a.so"), raw(2, dso="/b")], 1))
+        t.add(alloc([raw(3, dso="/c.so")], 1))
+        self.assertEqual(t.dsos(), {"/a.so", "/b", "/c.so"})
+
+
+class FoldSiteTest(unittest.TestCase):
+    def setUp(self):
+        self.w = World()
+
+    def fold(self, events, **kw):
+        t = Tally(kw.pop("min_size", 0))
+        for e in events:
+            t.add(e)
+        return fold.fold(t, self.w.sym, **kw)
+
+    def test_site_is_first_frame_after_probe(self):
+        s = self.w.stack(PROBE, PARSE, MAIN, START)
+        result = self.fold([alloc(s, 16), alloc(s, 48)])
+        self.assertEqual(len(result.sites), 1)
+        site = result.sites[0]
+        self.assertEqual(site.frame, PARSE)
+        self.assertEqual((site.count, site.bytes), (2, 64))
+        self.assertEqual((result.count, result.bytes, result.truncated), (2, 64, 0))
+        self.assertEqual(result.stacks, [fold.Stack((PARSE, MAIN, START), 2, 64, {"0": 64})])
+
+    def test_probe_frame_dropped_whatever_its_name(self):
+        s = self.w.stack(fr("my_pool_alloc", 3), PARSE, MAIN, START)
+        self.assertEqual(self.fold([alloc(s, 1)]).sites[0].frame, PARSE)
+
+    def test_sites_summed_across_callers(self):
+        a = self.w.stack(PROBE, PARSE, MAIN, START)
+        b = self.w.stack(PROBE, PARSE, STMT, MAIN, START)
+        result = self.fold([alloc(a, 10), alloc(b, 20), alloc(b, 5)])
+        self.assertEqual([(s.frame, s.count, s.bytes) for s in result.sites],
+                         [(PARSE, 3, 35)])
+        self.assertEqual([(st.frames, st.count, st.bytes) for st in result.stacks],
+                         [((PARSE, STMT, MAIN, START), 2, 25),
+                          ((PARSE, MAIN, START), 1, 10)])
+
+    def test_site_key_is_function_file_line(self):
+        other_line = fr("parse_expr", 121, "/src/parser.c")
+        other_file = fr("parse_expr", 120, "/src/parser2.c")
+        stacks = [self.w.stack(PROBE, f, MAIN, START) for f in (PARSE, other_line, other_file)]
+        result = self.fold([alloc(s, 1) for s in stacks])
+        self.assertEqual(len(result.sites), 3)
+
+    def test_per_site_tags_by_name_and_number(self):
+        s = self.w.stack(PROBE, PARSE, MAIN, START)
+        result = self.fold([alloc(s, 100, tag=1), alloc(s, 50, tag=1),
+                            alloc(s, 7, tag=9), alloc(s, 3, tag=4294967295)],
+                           tag_names={1: "ast", 4294967295: "max"})
+        site = result.sites[0]
+        self.assertEqual(dict(site.tag_bytes), {"ast": 150, "9": 7, "max": 3})
+        self.assertEqual(dict(site.tag_counts), {"ast": 2, "9": 1, "max": 1})
+        self.assertEqual(result.stacks[0].tags, {"ast": 150, "9": 7, "max": 3})
+
+    def test_sites_ordered_by_bytes_then_count_then_file_line(self):
+        a = fr("a", 5, "/src/z.c")
+        b = fr("b", 9, "/src/a.c")
+        c = fr("c", 1, "/src/a.c")
+        d = fr("d", 1, "/src/m.c")
+        events = []
+        events += [alloc(self.w.stack(PROBE, a, MAIN, START), 10)] * 2   # 20 B, 2
+        events += [alloc(self.w.stack(PROBE, b, MAIN, START), 20)]       # 20 B, 1
+        events += [alloc(self.w.stack(PROBE, c, MAIN, START), 20)]       # 20 B, 1
+        events += [alloc(self.w.stack(PROBE, d, MAIN, START), 100)]      # 100 B
+        result = self.fold(events)
+        # d most bytes; a: same bytes as b, c but more allocations; then
+        # b and c tie on bytes and count: same file, line 1 before line 9.
+        self.assertEqual([s.frame.function for s in result.sites], ["d", "a", "c", "b"])
+
+    def test_stacks_ordered_by_bytes_then_count_then_names(self):
+        s1 = self.w.stack(PROBE, STMT, MAIN, START)
+        s2 = self.w.stack(PROBE, PARSE, MAIN, START)
+        s3 = self.w.stack(PROBE, XMALLOC, MAIN, START)
+        result = self.fold([alloc(s1, 5), alloc(s2, 5), alloc(s3, 2), alloc(s3, 3)])
+        self.assertEqual([st.frames[0].function for st in result.stacks],
+                         ["xmalloc", "parse_expr", "parse_stmt"])
+
+    def test_inlined_site_is_the_inline_frame(self):
+        helper = fr("helper", 21, "/src/h.h", inlined=True)
+        caller = fr("caller", 26, "/src/c.c")
+        s = self.w.stack(PROBE, (helper, caller), MAIN, START)
+        result = self.fold([alloc(s, 8)])
+        self.assertEqual(result.sites[0].frame, helper)
+        self.assertEqual(result.stacks[0].frames, (helper, caller, MAIN, START))
+
+    def test_probe_inline_chain_drops_only_innermost(self):
+        # The probe sits in an allocator inlined into its caller: the one
+        # machine frame expands to [allocator (inlined), caller].
+        inl = fr("pool_alloc_inline", 7, "/src/pool.h", inlined=True)
+        s = self.w.stack((inl, PARSE), MAIN, START)
+        self.assertEqual(self.fold([alloc(s, 8)]).sites[0].frame, PARSE)
+
+    def test_resolve_called_once_with_every_raw_frame(self):
+        a = self.w.stack(PROBE, PARSE, MAIN, START)
+        b = self.w.stack(PROBE, STMT, MAIN, START)
+        self.fold([alloc(a, 1), alloc(b, 1)])
+        self.assertEqual(self.w.sym.resolve_calls, [set(a) | set(b)])
+
+
+class FoldSkipTest(unittest.TestCase):
+    def setUp(self):
+        self.w = World()
+
+    def fold(self, events, **kw):
+        t = Tally()
+        for e in events:
+            t.add(e)
+        return fold.fold(t, self.w.sym, **kw)
+
+    def test_skip_wrapper(self):
+        s = self.w.stack(PROBE, XMALLOC, PARSE, MAIN, START)
+        result = self.fold([alloc(s, 8)], skip="^xmalloc$")
+        self.assertEqual(result.sites[0].frame, PARSE)
+        self.assertEqual(result.stacks[0].frames, (PARSE, MAIN, START))
+
+    def test_without_skip_wrapper_is_the_site(self):
+        s = self.w.stack(PROBE, XMALLOC, PARSE, MAIN, START)
+        self.assertEqual(self.fold([alloc(s, 8)]).sites[0].frame, XMALLOC)
+
+    def test_skip_several_leading_wrappers(self):
+        s = self.w.stack(PROBE, XMALLOC, XCALLOC, PARSE, MAIN, START)
+        result = self.fold([alloc(s, 8)], skip="^(?:xmalloc|xcalloc)$")
+        self.assertEqual(result.sites[0].frame, PARSE)
+
+    def test_skip_only_leading_frames(self):
+        # xmalloc further up the stack is not a wrapper of this allocation.
+        s = self.w.stack(PROBE, PARSE, XMALLOC, MAIN, START)
+        result = self.fold([alloc(s, 8)], skip="^xmalloc$")
+        self.assertEqual(result.sites[0].frame, PARSE)
+        self.assertEqual(result.stacks[0].frames, (PARSE, XMALLOC, MAIN, START))
+
+    def test_skip_is_re_search(self):
+        s = self.w.stack(PROBE, XMALLOC, PARSE, MAIN, START)
+        self.assertEqual(self.fold([alloc(s, 8)], skip="mall").sites[0].frame, PARSE)
+        self.assertEqual(self.fold([alloc(s, 8)], skip="^mall").sites[0].frame, XMALLOC)
+
+    def test_nothing_left_is_no_caller(self):
+        s = self.w.stack(PROBE, XMALLOC)
+        result = self.fold([alloc(s, 8)], skip="xmalloc")
+        self.assertEqual(result.sites[0].frame, NO_CALLER)
+        self.assertEqual(result.stacks, [fold.Stack((NO_CALLER,), 1, 8, {"0": 8})])
+
+    def test_probe_only_is_no_caller(self):
+        result = self.fold([alloc(self.w.stack(PROBE), 8)])
+        self.assertEqual(result.sites[0].frame, NO_CALLER)
+        # rt_alloc is not a root: the stack was cut short.
+        self.assertEqual(result.truncated, 1)
+
+    def test_no_callchain_is_no_caller_not_truncated(self):
+        result = self.fold([alloc([], 8), alloc([], 2)])
+        self.assertEqual([(s.frame, s.count, s.bytes) for s in result.sites],
+                         [(NO_CALLER, 2, 10)])
+        self.assertEqual(result.truncated, 0)
+
+    def test_call_site_stack_direct(self):
+        self.assertEqual(fold.call_site_stack([PROBE, XMALLOC, PARSE], None),
+                         (XMALLOC, PARSE))
+        self.assertEqual(fold.call_site_stack([], None), ())
+        self.assertEqual(fold.call_site_stack([PROBE], None), ())
+
+
+class FoldFilterTest(unittest.TestCase):
+    NAMES = {1: "ast", 2: "tokens"}
+
+    def setUp(self):
+        self.w = World()
+        self.tally = Tally()
+        s = self.w.stack(PROBE, PARSE, MAIN, START)
+        for size, tag in [(10, 1), (20, 2), (40, 7)]:
+            self.tally.add(alloc(s, size, tag=tag))
+
+    def folded(self, tags):
+        return fold.fold(self.tally, self.w.sym, self.NAMES, tags=tags)
+
+    def test_no_filter(self):
+        self.assertEqual(self.folded(None).bytes, 70)
+
+    def test_filter_by_name(self):
+        result = self.folded({"ast"})
+        self.assertEqual((result.count, result.bytes), (1, 10))
+        self.assertEqual(dict(result.sites[0].tag_bytes), {"ast": 10})
+
+    def test_filter_by_number_of_named_tag(self):
+        self.assertEqual(self.folded({"2"}).bytes, 20)
+
+    def test_filter_by_number_of_unnamed_tag(self):
+        self.assertEqual(self.folded({"7"}).bytes, 40)
+
+    def test_filter_several(self):
+        self.assertEqual(self.folded({"ast", "7"}).bytes, 50)
+
+    def test_filter_matching_nothing(self):
+        result = self.folded({"nope"})
+        self.assertEqual((result.sites, result.stacks, result.count, result.bytes,
+                          result.truncated), ([], [], 0, 0, 0))
+
+
+class FoldDepthTest(unittest.TestCase):
+    def setUp(self):
+        self.w = World()
+        self.t = Tally()
+        self.t.add(alloc(self.w.stack(PROBE, PARSE, STMT, MAIN, START), 10))
+        self.t.add(alloc(self.w.stack(PROBE, PARSE, STMT, fr("other", 3), START), 5))
+
+    def test_depth_cuts_and_merges_stacks(self):
+        result = fold.fold(self.t, self.w.sym, depth=2)
+        self.assertEqual(result.stacks, [fold.Stack((PARSE, STMT), 2, 15, {"0": 15})])
+
+    def test_depth_does_not_change_sites_or_totals(self):
+        result = fold.fold(self.t, self.w.sym, depth=1)
+        self.assertEqual([(s.frame, s.count, s.bytes) for s in result.sites],
+                         [(PARSE, 2, 15)])
+        self.assertEqual(result.stacks, [fold.Stack((PARSE,), 2, 15, {"0": 15})])
+        self.assertEqual((result.count, result.bytes), (2, 15))
+
+    def test_depth_larger_than_stack(self):
+        result = fold.fold(self.t, self.w.sym, depth=50)
+        self.assertEqual(len(result.stacks), 2)
+        self.assertEqual(result.stacks[0].frames, (PARSE, STMT, MAIN, START))
+
+    def test_depth_none_or_zero_keeps_everything(self):
+        for depth in (None, 0):
+            with self.subTest(depth=depth):
+                result = fold.fold(self.t, self.w.sym, depth=depth)
+                self.assertEqual([len(s.frames) for s in result.stacks], [4, 4])
+
+
+class TruncationTest(unittest.TestCase):
+    def truncated_for(self, root_function, count=3):
+        w = World()
+        t = Tally()
+        for _ in range(count):
+            t.add(alloc(w.stack(PROBE, PARSE, MAIN, fr(root_function, 0, "/lib/libc.so.6")), 1))
+        return fold.fold(t, w.sym).truncated
+
+    def test_roots_are_not_truncated(self):
+        for name in ["_start", "_start+0x25", "__libc_start_main",
+                     "__libc_start_main_impl",
+                     "__libc_start_call_main", "__libc_start_call_main+0x7a",
+                     "start_thread", "start_thread+0x2f3", "clone", "clone3",
+                     "clone3+0x2c", "__clone", "__clone3", "__clone3+0x2c",
+                     "_dl_start_user", "_dl_init", "call_init+0x9a"]:
+            with self.subTest(root=name):
+                self.assertEqual(self.truncated_for(name), 0)
+
+    def test_other_outermost_frames_are_truncated(self):
+        for name in ["main", "parse_expr", "my_start", "clone4", "start_thread_x",
+                     "clone3+0x", "clone3+2c",
+                     "[unknown] libc.so.6+0x1234", "libc.so.6+0x29d90"]:
+            with self.subTest(outermost=name):
+                self.assertEqual(self.truncated_for(name), 3)
+
+    def test_truncated_counts_allocations_not_stacks(self):
+        w = World()
+        t = Tally()
+        cut = w.stack(PROBE, PARSE, MAIN)
+        whole = w.stack(PROBE, PARSE, MAIN, START)
+        for e in [alloc(cut, 1), alloc(cut, 1), alloc(cut, 5, tag=3), alloc(whole, 1)]:
+            t.add(e)
+        self.assertEqual(fold.fold(t, w.sym).truncated, 3)
+
+    def test_truncation_uses_outermost_inline_expanded_frame(self):
+        w = World()
+        t = Tally()
+        t.add(alloc(w.stack(PROBE, PARSE, (fr("inl", 3, inlined=True), fr("_start", 0))), 1))
+        t.add(alloc(w.stack(PROBE, PARSE, (fr("_start", 0, inlined=True), fr("main", 9))), 1))
+        self.assertEqual(fold.fold(t, w.sym).truncated, 1)
+
+
+class TagLabelTest(unittest.TestCase):
+    def test_tag_label(self):
+        self.assertEqual(fold.tag_label(1, {1: "ast"}), "ast")
+        self.assertEqual(fold.tag_label(7, {1: "ast"}), "7")
+        self.assertEqual(fold.tag_label(0, {}), "0")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,251 @@
+import os, sys, unittest
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+
+from allocsites_lib import parse
+from allocsites_lib.parse import Event, RawFrame
+
+from fixtures import APP, entry, fields, sample
+
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+
+# A realistic three-frame chain, leaf first: rt_alloc <- parse_expr <- main.
+CHAIN = [
+    entry(0x55d0_0000_1180, "rt_alloc", 0x1170, 0x10),
+    entry(0x55d0_0000_11be, "parse_expr", 0x11b0, 0xe),
+    entry(0x55d0_0000_1050, "main", 0x1040, 0x10),
+]
+CHAIN_FRAMES = (
+    RawFrame(APP, 0x1180, "rt_alloc", 0x10, None),
+    RawFrame(APP, 0x11be, "parse_expr", 0xe, None),
+    RawFrame(APP, 0x1050, "main", 0x10, None),
+)
+
+
+class EventKindTest(unittest.TestCase):
+    def test_accepted_names(self):
+        for name, kind in [("sdt_rt__alloc", "alloc"), ("sdt_rt__free", "free"),
+                           ("sdt_rt__sample", "sample"),
+                           ("sdt_rt__alloc_1", "alloc"),
+                           ("sdt_rt__free_12", "free")]:
+            with self.subTest(name=name):
+                self.assertEqual(parse.event_kind(name), kind)
+
+    def test_rejected_names(self):
+        for name in ["sdt_rt__allocx", "sdt_rt__alloc_", "sdt_rt__alloc_x",
+                     "sdt_rt__alloc_1x", "sdt_rt:alloc", "xsdt_rt__alloc",
+                     "sdt_other__alloc", "sdt_rt__realloc", "", None]:
+            with self.subTest(name=name):
+                self.assertIsNone(parse.event_kind(name))
+
+
+class EventFromPerfTest(unittest.TestCase):
+    def test_alloc_with_sample_dict(self):
+        ev = parse.event_from_perf("sdt_rt__alloc", fields(0xdead0, 48, 3),
+                                   sample(CHAIN, pid=100, tid=101))
+        self.assertEqual(ev, Event("alloc", 100, 101, 48, 3, None,
+                                   CHAIN_FRAMES, 0xdead0))
+
+    def test_second_binary_event_name_accepted(self):
+        ev = parse.event_from_perf("sdt_rt__alloc_1", fields(size=8, tag=0),
+                                   sample(CHAIN))
+        self.assertEqual((ev.kind, ev.size, ev.tag), ("alloc", 8, 0))
+
+    def test_unsuffixed_lookalike_rejected(self):
+        self.assertIsNone(parse.event_from_perf(
+            "sdt_rt__allocx", fields(), sample(CHAIN)))
+
+    def test_free_event(self):
+        ev = parse.event_from_perf("sdt_rt__free", fields(0x10, 64, 2), sample([]))
+        self.assertEqual(ev, Event("free", 42, 43, 64, 2, None, (), 0x10))
+
+    def test_sample_event_reads_weight(self):
+        ev = parse.event_from_perf("sdt_rt__sample",
+                                   fields(0x10, 64, 2, weight=4096), sample([]))
+        self.assertEqual(ev.kind, "sample")
+        self.assertEqual(ev.weight, 4096)
+
+    def test_sample_event_without_weight_is_malformed(self):
+        self.assertIsNone(parse.event_from_perf(
+            "sdt_rt__sample", fields(0x10, 64, 2), sample([])))
+
+    def test_alloc_ignores_arg4(self):
+        ev = parse.event_from_perf("sdt_rt__alloc", fields(weight=7), sample([]))
+        self.assertIsNone(ev.weight)
+
+    def test_missing_size_is_malformed(self):
+        self.assertIsNone(parse.event_from_perf(
+            "sdt_rt__alloc", fields(size=None), sample(CHAIN)))
+
+    def test_missing_tag_is_malformed(self):
+        self.assertIsNone(parse.event_from_perf(
+            "sdt_rt__alloc", fields(tag=None), sample(CHAIN)))
+
+    def test_missing_ptr_is_kept_as_none(self):
+        ev = parse.event_from_perf("sdt_rt__alloc", fields(ptr=None), sample(CHAIN))
+        self.assertIsNotNone(ev)
+        self.assertIsNone(ev.ptr)
+
+    def test_non_int_args_are_malformed(self):
+        for bad in ["16", 16.0, None, b"\x10", [16]]:
+            with self.subTest(size=bad):
+                f = fields()
+                f["arg2"] = bad
+                self.assertIsNone(parse.event_from_perf("sdt_rt__alloc", f, sample([])))
+            with self.subTest(tag=bad):
+                f = fields()
+                f["arg3"] = bad
+                self.assertIsNone(parse.event_from_perf("sdt_rt__alloc", f, sample([])))
+
+    def test_fields_not_a_dict(self):
+        for bad in [None, [], "arg2=5", 5]:
+            with self.subTest(fields=bad):
+                self.assertIsNone(parse.event_from_perf("sdt_rt__alloc", bad, sample([])))
+
+    def test_not_an_rt_event(self):
+        self.assertIsNone(parse.event_from_perf("sched__sched_switch", fields(),
+                                                sample(CHAIN)))
+
+    def test_negative_tag_wraps_to_u32(self):
+        ev = parse.event_from_perf("sdt_rt__alloc", fields(tag=-1), sample([]))
+        self.assertEqual(ev.tag, 4294967295)
+
+    def test_negative_size_and_ptr_wrap_to_u64(self):
+        ev = parse.event_from_perf("sdt_rt__alloc", fields(ptr=-2, size=-1), sample([]))
+        self.assertEqual(ev.size, 18446744073709551615)
+        self.assertEqual(ev.ptr, 18446744073709551614)
+
+    def test_overflowing_values_are_truncated(self):
+        ev = parse.event_from_perf("sdt_rt__alloc",
+                                   fields(size=(1 << 64) + 5, tag=(1 << 32) + 9),
+                                   sample([]))
+        self.assertEqual((ev.size, ev.tag), (5, 9))
+
+    def test_no_sample_dict_uses_common_fields(self):
+        ev = parse.event_from_perf("sdt_rt__alloc",
+                                   fields(pid=7, callchain=CHAIN), None)
+        self.assertEqual((ev.pid, ev.tid), (7, 7))
+        self.assertEqual(ev.frames, CHAIN_FRAMES)
+
+    def test_sample_without_callchain_key_uses_common_callchain(self):
+        ev = parse.event_from_perf("sdt_rt__alloc", fields(callchain=CHAIN),
+                                   {"sample": {"pid": 5, "tid": 6}})
+        self.assertEqual((ev.pid, ev.tid), (5, 6))
+        self.assertEqual(ev.frames, CHAIN_FRAMES)
+
+    def test_sample_without_sample_subdict_uses_common_pid(self):
+        ev = parse.event_from_perf("sdt_rt__alloc", fields(pid=9),
+                                   {"callchain": CHAIN})
+        self.assertEqual((ev.pid, ev.tid), (9, 9))
+        self.assertEqual(ev.frames, CHAIN_FRAMES)
+
+    def test_no_callchain_anywhere(self):
+        ev = parse.event_from_perf("sdt_rt__alloc", fields(), {"sample": {"pid": 1, "tid": 1}})
+        self.assertEqual(ev.frames, ())
+
+    def test_callchain_none(self):
+        ev = parse.event_from_perf("sdt_rt__alloc", fields(), sample(None))
+        self.assertEqual(ev.frames, ())
+
+    def test_perf_inlines_flag_is_passed_through(self):
+        chain = [entry(0x100, "inl", 0x80, 0x80), entry(0x100, "real", 0x80, 0x80)]
+        self.assertEqual(len(parse.event_from_perf(
+            "sdt_rt__alloc", fields(), sample(chain), perf_inlines=True).frames), 1)
+        self.assertEqual(len(parse.event_from_perf(
+            "sdt_rt__alloc", fields(), sample(chain), perf_inlines=False).frames), 2)
+
+
+class RawFramesTest(unittest.TestCase):
+    def test_addr_is_sym_start_plus_off_and_ip_dropped(self):
+        frames = parse.raw_frames([entry(0x7f00_0000_2000, "g", 0x1f00, 0x100)])
+        self.assertEqual(frames, (RawFrame(APP, 0x2000, "g", 0x100, None),))
+
+    def test_entry_without_sym_keeps_ip(self):
+        frames = parse.raw_frames([entry(0x7f12_3456, dso=LIBC)])
+        self.assertEqual(frames, (RawFrame(LIBC, None, None, None, 0x7f12_3456),))
+
+    def test_sym_without_start_has_no_addr(self):
+        e = entry(0x400, dso=LIBC)
+        e["sym"] = {"name": "memcpy"}
+        e["sym_off"] = 4
+        self.assertEqual(parse.raw_frames([e]),
+                         (RawFrame(LIBC, None, "memcpy", None, 0x400),))
+
+    def test_sym_without_sym_off_has_no_addr(self):
+        frames = parse.raw_frames([entry(0x400, "memcpy", 0x3f0, None, dso=LIBC)])
+        self.assertEqual(frames, (RawFrame(LIBC, None, "memcpy", None, 0x400),))
+
+    def test_non_int_sym_start_has_no_addr(self):
+        e = entry(0x400, "f", 0x3f0, 0x10)
+        e["sym"]["start"] = "0x3f0"
+        self.assertEqual(parse.raw_frames([e]),
+                         (RawFrame(APP, None, "f", None, 0x400),))
+
+    def test_sym_not_a_dict_is_ignored(self):
+        e = entry(0x400)
+        e["sym"] = "f"
+        e["sym_off"] = 3
+        self.assertEqual(parse.raw_frames([e]),
+                         (RawFrame(APP, None, None, None, 0x400),))
+
+    def test_missing_or_empty_dso_is_unknown(self):
+        a = entry(0x1, dso=None)
+        b = entry(0x2, dso="")
+        self.assertEqual([f.dso for f in parse.raw_frames([a, b])],
+                         ["[unknown]", "[unknown]"])
+
+    def test_bad_entries_are_skipped(self):
+        chain = ["not a dict", None, {"sym": {"name": "noip"}},
+                 {"ip": "0x10"}, {"ip": 1.5}, entry(0x20, "ok", 0x10, 0x10)]
+        self.assertEqual(parse.raw_frames(chain),
+                         (RawFrame(APP, 0x20, "ok", 0x10, None),))
+
+    def test_empty_and_none(self):
+        self.assertEqual(parse.raw_frames([]), ())
+        self.assertEqual(parse.raw_frames(None), ())
+
+    def test_order_is_kept_leaf_first(self):
+        self.assertEqual(parse.raw_frames(CHAIN), CHAIN_FRAMES)
+
+    def test_inline_entries_dropped_only_with_perf_inlines(self):
+        # perf's inline expansion: inlined names first, then the real one,
+        # all at the same ip; then the caller at another ip.
+        chain = [entry(0x1200, "inner_inline", 0x1100, 0x100),
+                 entry(0x1200, "outer_inline", 0x1100, 0x100),
+                 entry(0x1200, "real_fn", 0x1100, 0x100),
+                 entry(0x1300, "main", 0x1280, 0x80)]
+        self.assertEqual(parse.raw_frames(chain, perf_inlines=True), (
+            RawFrame(APP, 0x1200, "inner_inline", 0x100, None),
+            RawFrame(APP, 0x1300, "main", 0x80, None)))
+        self.assertEqual(len(parse.raw_frames(chain, perf_inlines=False)), 4)
+
+    def test_recursion_same_ip_same_name_kept(self):
+        chain = [entry(0x1200, "rec", 0x1100, 0x100)] * 3 + \
+                [entry(0x1300, "main", 0x1280, 0x80)]
+        for flag in (True, False):
+            with self.subTest(perf_inlines=flag):
+                frames = parse.raw_frames(chain, perf_inlines=flag)
+                self.assertEqual([f.sym for f in frames], ["rec", "rec", "rec", "main"])
+
+    def test_same_name_different_ip_kept(self):
+        chain = [entry(0x1200, "f", 0x1100, 0x100), entry(0x1210, "f", 0x1100, 0x110)]
+        self.assertEqual(len(parse.raw_frames(chain, perf_inlines=True)), 2)
+
+    def test_same_ip_in_unsymbolized_frames_kept(self):
+        # No sym: both names are None, so this is recursion, not inlining.
+        chain = [entry(0x7f00, dso=LIBC), entry(0x7f00, dso=LIBC)]
+        self.assertEqual(len(parse.raw_frames(chain, perf_inlines=True)), 2)
+
+
+class RobustnessTest(unittest.TestCase):
+    """The module promises never to raise (perf aborts on an exception)."""
+
+    def test_non_list_callchain_does_not_raise(self):
+        ev = parse.event_from_perf("sdt_rt__alloc", fields(), {"callchain": 5})
+        self.assertEqual(ev.frames, ())
+
+    def test_non_str_event_name_does_not_raise(self):
+        self.assertIsNone(parse.event_from_perf(b"sdt_rt__alloc", fields(), None))
+
+
+if __name__ == "__main__":
+    unittest.main()

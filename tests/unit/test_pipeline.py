@@ -1,0 +1,375 @@
+import os, sys, unittest
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+
+import io
+import json
+import tempfile
+import xml.etree.ElementTree as ET
+
+from allocsites_lib import csvout, folded, jsonout, options, pipeline, table
+from allocsites_lib import elf as elfmod
+from allocsites_lib.fold import NO_CALLER, Tally
+from allocsites_lib.parse import RawFrame
+from allocsites_lib.symbolize import Symbolizer
+
+import fixtures
+from fixtures import APP, FakeAddr2line, FakeElf, alloc, fake_open_elf, free, rt_tags_blob
+
+LIB = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+GONE = "/nonexistent/libgone.so"
+
+# APP's frames and what addr2line says about them.
+PROBE = RawFrame(APP, 0x1000, "rt_alloc", 0x10, None)
+PARSE = RawFrame(APP, 0x2000, "parse_expr", 0x1e, None)
+XMALLOC = RawFrame(APP, 0x2100, "xmalloc", 0x9, None)
+LEX = RawFrame(APP, 0x2200, "lex", 0x31, None)
+MAIN10 = RawFrame(APP, 0x3000, "main", 0x20, None)
+MAIN12 = RawFrame(APP, 0x3010, "main", 0x30, None)
+ROOT = RawFrame(LIB, 0x27200, "__libc_start_call_main", 0x7a, None)
+ANSWERS = {
+    (APP, 0x1000): [("rt_alloc", "/src/rt.c", 14)],
+    (APP, 0x2000): [("parse_expr", "/src/parser.c", 120)],
+    (APP, 0x2100): [("xmalloc", "/src/util.c", 30)],
+    (APP, 0x2200): [("lex", "/src/lexer.c", 40)],
+    (APP, 0x3000): [("main", "/src/main.c", 10)],
+    (APP, 0x3010): [("main", "/src/main.c", 12)],
+}
+
+
+def symbolizer(answers=ANSWERS):
+    elves = {APP: FakeElf(blobs={".rt_tags": rt_tags_blob([(1, "ast"), (2, "tokens")])}),
+             LIB: FakeElf(blobs={".rt_tags": rt_tags_blob([(1, "lib_one"), (9, "lib_nine")])})}
+    return Symbolizer(FakeAddr2line(answers), fake_open_elf(elves))
+
+
+def make_tally():
+    """parse_expr: 3 allocs, 250 B (ast 200, lib_nine 50), reaching libc's root;
+    lex (through xmalloc): 4 allocs, 40 B (tokens), stack cut short at main;
+    one allocation without call chain (8 B, tokens); one malformed event;
+    two frees of 60 B."""
+    t = Tally()
+    whole = [PROBE, PARSE, MAIN10, ROOT]
+    cut = [PROBE, XMALLOC, LEX, MAIN12]
+    for e in ([alloc(whole, 100, tag=1)] * 2 + [alloc(whole, 50, tag=9)]
+              + [alloc(cut, 10, tag=2)] * 4 + [alloc([], 8, tag=2)]
+              + [free(60), free(60)]):
+        t.add(e)
+    t.add(None)
+    return t
+
+
+class CollectTagNamesTest(unittest.TestCase):
+    def test_leaf_dso_wins(self):
+        t = Tally()
+        t.add(alloc([PROBE, ROOT], 1))
+        self.assertEqual(pipeline.collect_tag_names(t, symbolizer()),
+                         {1: "ast", 2: "tokens", 9: "lib_nine"})
+
+    def test_leaf_in_library_wins(self):
+        t = Tally()
+        t.add(alloc([RawFrame(LIB, 0x500, "lib_alloc", 0, None), PARSE], 1))
+        self.assertEqual(pipeline.collect_tag_names(t, symbolizer()),
+                         {1: "lib_one", 2: "tokens", 9: "lib_nine"})
+
+    def test_unreadable_dso_ignored(self):
+        t = Tally()
+        t.add(alloc([RawFrame(GONE, 0x10, "f", 0, None)], 1))
+        self.assertEqual(pipeline.collect_tag_names(t, symbolizer()), {})
+
+    def test_empty_tally(self):
+        self.assertEqual(pipeline.collect_tag_names(Tally(), symbolizer()), {})
+
+
+class BuildReportTest(unittest.TestCase):
+    def build(self, argv=("--skip", "^xmalloc$"), lost=0, reason=None):
+        return pipeline.build_report(make_tally(), options.parse(list(argv)),
+                                     symbolizer(), lost, reason)
+
+    def test_sites(self):
+        r = self.build()
+        self.assertEqual(
+            [(s.frame.function, s.frame.file, s.frame.line, s.count, s.bytes,
+              dict(s.tag_bytes)) for s in r.folded.sites],
+            [("parse_expr", "/src/parser.c", 120, 3, 250, {"ast": 200, "lib_nine": 50}),
+             ("lex", "/src/lexer.c", 40, 4, 40, {"tokens": 40}),
+             ("[no caller]", "", 0, 1, 8, {"tokens": 8})])
+        self.assertEqual((r.folded.count, r.folded.bytes, r.folded.truncated), (8, 298, 4))
+
+    def test_report_fields(self):
+        r = self.build(lost=5)
+        self.assertEqual((r.mode, r.events, r.malformed, r.lost, r.lost_reason, r.frees),
+                         ("exact", {"alloc": 8, "free": 2}, 1, 5, None, (2, 120)))
+        self.assertEqual(r.filters, {"tag": None, "min_size": 0, "depth": None,
+                                     "top": None, "skip": ["^xmalloc$"]})
+
+    def test_warnings_in_order(self):
+        self.assertEqual(self.build().warnings, [
+            "no debug line info in %s: frames shown as function+offset" % LIB,
+            "1 allocations have no call chain: record with --call-graph dwarf",
+            "4 allocations have stacks cut short (not reaching main/_start): raise --stack-size",
+            "1 rt events could not be decoded (missing probe arguments?)"])
+
+    def test_no_warnings_when_clean(self):
+        t = Tally()
+        t.add(alloc([PROBE, PARSE, MAIN10, RawFrame(APP, 0x4000, "_start", 0x25, None)], 4))
+        r = pipeline.build_report(t, options.parse([]), symbolizer(), 0, None)
+        self.assertEqual(r.warnings, [])
+        self.assertEqual(r.folded.truncated, 0)
+
+    def test_without_skip_wrapper_is_site(self):
+        r = self.build(argv=())
+        self.assertEqual([s.frame.function for s in r.folded.sites],
+                         ["parse_expr", "xmalloc", "[no caller]"])
+
+    def test_tag_filter_by_name(self):
+        r = self.build(argv=("--tag", "ast"))
+        self.assertEqual((r.folded.count, r.folded.bytes), (2, 200))
+        self.assertEqual(r.filters["tag"], ["ast"])
+
+    def test_tag_filter_by_number_and_comma(self):
+        r = self.build(argv=("--skip", "^xmalloc$", "--tag", "9,2"))
+        self.assertEqual([(s.frame.function, s.bytes) for s in r.folded.sites],
+                         [("parse_expr", 50), ("lex", 40), ("[no caller]", 8)])
+
+    def test_depth(self):
+        r = self.build(argv=("--skip", "^xmalloc$", "--depth", "1"))
+        self.assertEqual([(st.frames[0].function, len(st.frames)) for st in r.folded.stacks],
+                         [("parse_expr", 1), ("lex", 1), ("[no caller]", 1)])
+
+    def test_one_addr2line_run_per_dso(self):
+        a2l = FakeAddr2line(ANSWERS)
+        sym = Symbolizer(a2l, fake_open_elf({APP: FakeElf(), LIB: FakeElf()}))
+        pipeline.build_report(make_tally(), options.parse([]), sym, 0, None)
+        self.assertEqual(sorted(p for p, _ in a2l.calls), [APP, LIB])
+
+
+class WriteOutputsTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.paths = {k: os.path.join(self.tmp.name, "out." + k)
+                      for k in ("json", "csv", "folded", "svg")}
+
+    def run_outputs(self, argv, lost=0, reason=None):
+        opts = options.parse(argv)
+        report = pipeline.build_report(make_tally(), opts, symbolizer(), lost, reason)
+        out, err = io.StringIO(), io.StringIO()
+        written = pipeline.write_outputs(report, opts, out, err)
+        return report, written, out.getvalue(), err.getvalue()
+
+    def all_files(self, extra=()):
+        argv = ["--skip", "^xmalloc$"]
+        for kind, path in self.paths.items():
+            argv += ["--" + kind, path]
+        return argv + list(extra)
+
+    def read(self, kind):
+        with open(self.paths[kind], encoding="utf-8") as f:
+            return f.read()
+
+    def test_every_file_written_and_listed(self):
+        report, written, out, err = self.run_outputs(self.all_files())
+        self.assertEqual(written, [(k, self.paths[k]) for k in ("json", "csv", "folded", "svg")])
+        self.assertEqual(sorted(os.listdir(self.tmp.name)),
+                         ["out.csv", "out.folded", "out.json", "out.svg"])
+        self.assertEqual(out, table.render_table(report, 20) + "".join(
+            "%s: %s\n" % (k, self.paths[k]) for k in ("json", "csv", "folded", "svg")))
+
+    def test_json_file(self):
+        report, _, _, _ = self.run_outputs(self.all_files())
+        text = self.read("json")
+        self.assertEqual(text, jsonout.render_json(report))
+        doc = json.loads(text)
+        self.assertEqual((doc["version"], doc["mode"], doc["lost"], doc["totals"]),
+                         (1, "exact", 0, {"count": 8, "bytes": 298, "frees": 2,
+                                          "freed_bytes": 120}))
+        self.assertEqual([(s["function"], s["file"], s["line"], s["count"], s["bytes"], s["tags"])
+                          for s in doc["sites"]],
+                         [("parse_expr", "/src/parser.c", 120, 3, 250, {"ast": 200, "lib_nine": 50}),
+                          ("lex", "/src/lexer.c", 40, 4, 40, {"tokens": 40}),
+                          ("[no caller]", "", 0, 1, 8, {"tokens": 8})])
+        self.assertEqual(doc["truncated_stacks"], 4)
+        self.assertEqual(doc["events"], {"alloc": 8, "free": 2, "malformed": 1})
+
+    def test_folded_file(self):
+        self.run_outputs(self.all_files())
+        self.assertEqual(self.read("folded"), (
+            "[no caller] 8\n"
+            "__libc_start_call_main+0x7a;main (main.c:10);parse_expr (parser.c:120) 250\n"
+            "main (main.c:12);lex (lexer.c:40) 40\n"))
+
+    def test_folded_by_count(self):
+        self.run_outputs(self.all_files(["--weight", "count"]))
+        self.assertEqual(self.read("folded").splitlines(), [
+            "[no caller] 1",
+            "__libc_start_call_main+0x7a;main (main.c:10);parse_expr (parser.c:120) 3",
+            "main (main.c:12);lex (lexer.c:40) 4"])
+
+    def test_csv_file(self):
+        report, _, _, _ = self.run_outputs(self.all_files())
+        text = self.read("csv")
+        self.assertEqual(text, csvout.render_csv(report))
+        self.assertEqual(text.splitlines()[1:], [
+            "1,parse_expr,/src/parser.c,120,/usr/bin/app,3,250,83.8926,83.33,ast=200;lib_nine=50",
+            "2,lex,/src/lexer.c,40,/usr/bin/app,4,40,13.4228,10.00,tokens=40",
+            "3,[no caller],,0,,1,8,2.6846,8.00,tokens=8"])
+
+    def test_svg_file(self):
+        report, _, _, _ = self.run_outputs(self.all_files())
+        text = self.read("svg")
+        root = ET.fromstring(text)
+        self.assertEqual(root.tag, "{http://www.w3.org/2000/svg}svg")
+        self.assertIn("allocsites: bytes by call stack", text)
+        self.assertIn("8 allocations, 298 bytes, lost: 0", text)
+        names = {t.text.split("\n")[0] for t in root.iter("{http://www.w3.org/2000/svg}title")}
+        self.assertTrue({"parse_expr (parser.c:120)", "lex (lexer.c:40)", "[no caller]",
+                         "__libc_start_call_main+0x7a"} <= names, names)
+
+    def test_svg_title_option(self):
+        self.run_outputs(self.all_files(["--title", "My Title", "--weight", "count"]))
+        text = self.read("svg")
+        self.assertIn("My Title", text)
+        self.assertNotIn("allocsites: count by call stack", text)
+
+    def test_warnings_and_lossy_line_on_err(self):
+        report, _, _, err = self.run_outputs(self.all_files())
+        self.assertEqual(err, "".join("allocsites: warning: %s\n" % w for w in report.warnings)
+                         + "allocsites: warning: lost events: 0; counts and bytes are "
+                           "lower bounds\n")
+        self.assertEqual(len(err.splitlines()), 5)
+
+    def test_unknown_loss_on_err_and_table(self):
+        _, _, out, err = self.run_outputs([], lost=None, reason="input is a pipe")
+        self.assertTrue(err.endswith("allocsites: warning: lost events: unknown (input is a "
+                                     "pipe); counts and bytes are lower bounds\n"))
+        self.assertIn("lost: unknown (input is a pipe)", out)
+        self.assertIn("WARNING: this profile is incomplete", out)
+
+    def test_table_only(self):
+        report, written, out, _ = self.run_outputs([])
+        self.assertEqual(written, [])
+        self.assertEqual(out, table.render_table(report, 20))
+        self.assertEqual(os.listdir(self.tmp.name), [])
+
+    def test_top_applies_to_table_json_csv(self):
+        self.run_outputs(self.all_files(["--top", "1"]))
+        self.assertEqual(len(json.loads(self.read("json"))["sites"]), 1)
+        self.assertEqual(len(self.read("csv").splitlines()), 2)
+        # folded stacks are never cut by --top
+        self.assertEqual(len(self.read("folded").splitlines()), 3)
+
+    def test_clean_report_no_err(self):
+        t = Tally()
+        t.add(alloc([PROBE, PARSE, MAIN10, RawFrame(APP, 0x4000, "_start", 0x25, None)], 4))
+        opts = options.parse([])
+        report = pipeline.build_report(t, opts, symbolizer(), 0, None)
+        out, err = io.StringIO(), io.StringIO()
+        pipeline.write_outputs(report, opts, out, err)
+        self.assertEqual(err.getvalue(), "")
+        self.assertIn("total: 4 bytes (4 B) in 1 allocations at 1 sites\n", out.getvalue())
+
+
+class LostForTest(unittest.TestCase):
+    def test_pipe(self):
+        self.assertEqual(pipeline.lost_for("-"),
+                         (None, "input is a pipe; run perf report --stats on a file"))
+
+    def test_relative_missing_made_absolute(self):
+        lost, reason = pipeline.lost_for("no/such/dir/perf.data")
+        self.assertIsNone(lost)
+        self.assertEqual(reason, "%s not found" % os.path.abspath("no/such/dir/perf.data"))
+
+
+class RealBinaryPipelineTest(unittest.TestCase):
+    """build_report + write_outputs over a program compiled here, with the
+    real Symbolizer (addr2line) and real ELF reading."""
+
+    @classmethod
+    def setUpClass(cls):
+        fixtures.require_toolchain()
+        cls.progs = fixtures.build_programs(
+            dict(flags=["-fPIE", "-pie"]),
+            dict(flags=["-fno-pie", "-no-pie"], name="prog_exec"))
+
+    @classmethod
+    def tearDownClass(cls):
+        for prog in cls.progs:
+            prog.cleanup()
+
+    def tally(self, prog, to_perf_address):
+        """Stacks as perf would deliver them: probe pc, call instructions."""
+        image = elfmod.open_elf(prog.path)
+        [(_, _, pc, _, _)] = elfmod.stapsdt_probes(image)
+        syms = prog.symbols()
+
+        def frame(addr, name):
+            return RawFrame(prog.path, to_perf_address(addr), name,
+                            addr - syms[name][0], None)
+        [c1] = prog.calls("caller", "rt_alloc")
+        [c2] = prog.calls("direct", "rt_alloc")
+        [m1] = prog.calls("main", "caller")
+        [m2] = prog.calls("main", "direct")
+        root = RawFrame(GONE, 0x27200, "__libc_start_call_main", 0x7a, None)
+        probe = frame(pc, "rt_alloc")
+        t = Tally()
+        for _ in range(3):
+            t.add(alloc([probe, frame(c1, "caller"), frame(m1, "main"), root], 100, tag=2))
+        for _ in range(2):
+            t.add(alloc([probe, frame(c2, "direct"), frame(m2, "main"), root], 50, tag=1))
+        t.add(alloc([probe, frame(c2, "direct"), frame(m2, "main"), root], 1, tag=4294967295))
+        return t
+
+    def check(self, prog, to_perf_address):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        paths = {k: os.path.join(tmp.name, "r." + k) for k in ("json", "csv", "folded", "svg")}
+        argv = []
+        for kind, path in paths.items():
+            argv += ["--" + kind, path]
+        opts = options.parse(argv)
+        report = pipeline.build_report(self.tally(prog, to_perf_address), opts, Symbolizer(),
+                                       0, None)
+        out, err = io.StringIO(), io.StringIO()
+        written = pipeline.write_outputs(report, opts, out, err)
+        self.assertEqual([k for k, _ in written], ["json", "csv", "folded", "svg"])
+
+        helper, caller = prog.line("HELPER_CALL"), prog.line("CALLER_CALL")
+        direct, main1, main2 = (prog.line("DIRECT_CALL"), prog.line("MAIN_CALLS_CALLER"),
+                                prog.line("MAIN_CALLS_DIRECT"))
+        with open(paths["json"]) as f:
+            doc = json.load(f)
+        self.assertEqual([(s["function"], s["file"], s["line"], s["count"], s["bytes"], s["tags"])
+                          for s in doc["sites"]],
+                         [("helper", prog.src, helper, 3, 300, {"tokens": 300}),
+                          ("direct", prog.src, direct, 3, 101, {"ast": 100, "max": 1})])
+        self.assertEqual(doc["truncated_stacks"], 0)
+        self.assertEqual(doc["warnings"],
+                         ["cannot read %s: frames shown as function+offset" % GONE])
+        self.assertEqual(doc["stacks"][0]["frames"][0]["inlined"], True)
+        base = os.path.basename(prog.src)
+        with open(paths["folded"]) as f:
+            self.assertEqual(f.read(), (
+                "__libc_start_call_main+0x7a;main (%s:%d);caller (%s:%d);helper (%s:%d) "
+                "[inlined] 300\n"
+                "__libc_start_call_main+0x7a;main (%s:%d);direct (%s:%d) 101\n")
+                % (base, main1, base, caller, base, helper, base, main2, base, direct))
+        with open(paths["csv"]) as f:
+            rows = f.read().splitlines()
+        self.assertEqual(rows[1].split(",")[:7],
+                         ["1", "helper", prog.src, str(helper), prog.path, "3", "300"])
+        with open(paths["svg"]) as f:
+            ET.fromstring(f.read())
+        self.assertIn("helper %s:%d" % (prog.src, helper), out.getvalue())
+        self.assertEqual(err.getvalue(), "allocsites: warning: cannot read %s: frames shown "
+                                         "as function+offset\n" % GONE)
+
+    def test_pie(self):
+        self.check(self.progs[0], lambda addr: addr)
+
+    def test_non_pie_file_offsets(self):
+        prog = self.progs[1]
+        self.check(prog, prog.file_offset)
+
+
+if __name__ == "__main__":
+    unittest.main()
