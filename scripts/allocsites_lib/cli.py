@@ -130,8 +130,18 @@ class Interrupts:
         return False
 
 
+class Stopped(Exception):
+    """SIGTERM or SIGHUP during recording: clean up and exit 128+signal."""
+
+    def __init__(self, sig):
+        Exception.__init__(self, sig)
+        self.sig = sig
+
+
 def record(output, stack_size, libs, record_frees, argv, out=sys.stderr):
-    """Records argv; returns perf record's exit status."""
+    """Records argv; returns perf record's exit status. Ctrl-C stops the
+    program and keeps the recording (as perf does); SIGTERM and SIGHUP
+    raise Stopped once the probe events are removed."""
     if not argv:
         raise Usage("no program given after --")
     perf = recorder.find_perf()
@@ -149,30 +159,38 @@ def record(output, stack_size, libs, record_frees, argv, out=sys.stderr):
         raise RecordError("-o %s: directory %s does not exist" % (output, parent))
     tracefs = recorder.Tracefs()
     events = recorder.ProbeEvents(perf)
-    try:
-        tracefs.ensure()
-        allocs, frees = [], []
-        for path, names in binaries:
-            if "alloc" in names:
-                allocs.append(events.add(path, "alloc"))
-            if record_frees and "free" in names:
-                frees.append(events.add(path, "free"))
-        cmd = recorder.record_command(perf, output, allocs, frees, stack_size,
-                                      argv)
-        with Interrupts() as interrupts:
-            try:
-                child = subprocess.Popen(cmd)
-            except OSError as e:
-                raise RecordError("cannot run perf: %s" % e)
-            interrupts.child = child
-            status = child.wait()
-    finally:
-        failed = events.remove()
-        tracefs.release()
-        if failed:
-            out.write("allocsites: warning: could not remove probe events %s: "
-                      "remove them with perf probe -d 'sdt_rt:*'\n"
-                      % " ".join(failed))
+    # Signals are held from the first probe event to the last removal: an
+    # interrupted run must never leave events behind.
+    with Interrupts() as interrupts:
+        status = None
+        try:
+            tracefs.ensure()
+            allocs, frees = [], []
+            for path, names in binaries:
+                if "alloc" in names:
+                    allocs.append(events.add(path, "alloc"))
+                if record_frees and "free" in names:
+                    frees.append(events.add(path, "free"))
+            cmd = recorder.record_command(perf, output, allocs, frees,
+                                          stack_size, argv)
+            if interrupts.received is None:
+                try:
+                    child = subprocess.Popen(cmd)
+                except OSError as e:
+                    raise RecordError("cannot run perf: %s" % e)
+                interrupts.child = child
+                status = child.wait()
+        finally:
+            failed = events.remove()
+            tracefs.release()
+            if failed:
+                out.write("allocsites: warning: could not remove probe events "
+                          "%s: remove them with perf probe -d 'sdt_rt:*'\n"
+                          % " ".join(failed))
+    if status is None:  # a signal came before perf started
+        raise Stopped(interrupts.received)
+    if interrupts.received not in (None, signal.SIGINT):
+        raise Stopped(interrupts.received)
     if not os.path.exists(output):
         raise RecordError("perf record wrote no data (exit status %d)" % status)
     summarize(perf, output, out)
@@ -248,6 +266,10 @@ def main(argv=None):
     except RecordError as e:
         sys.stderr.write("allocsites: %s\n" % e)
         return 1
+    except Stopped as e:
+        sys.stderr.write("allocsites: stopped by signal %d; probe events "
+                         "removed\n" % e.sig)
+        return 128 + e.sig
     except KeyboardInterrupt:
         sys.stderr.write("allocsites: interrupted\n")
         return 130

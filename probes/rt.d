@@ -1,0 +1,17 @@
+/* rt.d - the allocsites USDT provider in dtrace syntax.
+ *
+ * include/rt_probes.h is the header programs use; this file declares the
+ * same probes for tools that start from a .d file (dtrace -h / -G,
+ * bpftrace, systemtap). tests/unit/test_probe_contract.py builds a
+ * program from `dtrace -h -s probes/rt.d` and checks that its probe notes
+ * match the header's: same provider, names, argument count, sizes and
+ * signedness.
+ *
+ * perf names the events sdt_rt:alloc and sdt_rt:free.
+ */
+provider rt {
+	/* A block was allocated: its address, requested size, origin tag. */
+	probe alloc(void *ptr, size_t size, unsigned int tag);
+	/* A block is about to be released: address, size and tag it had. */
+	probe free(void *ptr, size_t size, unsigned int tag);
+};

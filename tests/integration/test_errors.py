@@ -1,0 +1,152 @@
+"""Bad input and bad environments: one clear line, a non-zero status, no
+traceback, and nothing left behind (probe events, mounts)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import (ALLOCSITES, PYTHON, ProfileTest, allocsites,  # noqa: E402
+                     program, rt_events)
+
+
+def tracefs_mounts():
+    with open("/proc/mounts") as f:
+        return [l.split()[1] for l in f if l.split()[2] == "tracefs"]
+
+
+class Errors(ProfileTest):
+
+    def assertOneLineError(self, proc, status, text):
+        self.assertEqual(proc.returncode, status, proc.stderr)
+        self.assertNotIn("Traceback", proc.stderr + proc.stdout)
+        lines = proc.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertTrue(lines[0].startswith("allocsites: "), lines[0])
+        self.assertIn(text, lines[0])
+
+    def test_missing_program(self):
+        self.assertOneLineError(
+            allocsites(["record", "--", "/nonexistent/prog"]), 1,
+            "program not found: /nonexistent/prog")
+
+    def test_program_without_probes(self):
+        self.assertOneLineError(
+            allocsites(["record", "--", program("t_noprobes")]), 1,
+            "no rt probes in")
+
+    def test_no_program(self):
+        self.assertOneLineError(allocsites(["record", "--"]), 2,
+                                "no program given")
+        self.assertOneLineError(allocsites(["record", "-o", "x"]), 2,
+                                "put the program after --")
+
+    def test_bad_stack_size(self):
+        self.assertOneLineError(
+            allocsites(["record", "--stack-size", "100", "--",
+                        program("t_basic")]), 2, "--stack-size must be")
+
+    def test_perf_missing(self):
+        empty = os.path.join(self.tmp, "bin")
+        os.mkdir(empty)
+        self.assertOneLineError(
+            allocsites(["record", "--", program("t_basic")],
+                       env={"PATH": empty}), 1, "perf not found")
+
+    def test_not_root(self):
+        with open("/proc/sys/kernel/perf_event_paranoid") as f:
+            if int(f.read()) <= -1:
+                self.skipTest("perf_event_paranoid is -1: non-root may record")
+        proc = subprocess.run(
+            ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+             PYTHON, ALLOCSITES, "record", "-o", "/tmp/never.data", "--",
+             program("t_basic")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True)
+        self.assertOneLineError(proc, 1, "needs root")
+
+    def test_report_missing_file(self):
+        self.assertOneLineError(
+            allocsites(["report", "-i", os.path.join(self.tmp, "none.data")]),
+            1, "no such file")
+
+    def test_report_not_perf_data(self):
+        bad = os.path.join(self.tmp, "bad.data")
+        with open(bad, "w") as f:
+            f.write("hello\n")
+        self.assertOneLineError(allocsites(["report", "-i", bad]), 1,
+                                "not a perf.data file")
+
+    def test_report_bad_options(self):
+        data = os.path.join(self.tmp, "x.data")
+        self.assertOneLineError(allocsites(["report", "-i", data, "--top", "-3"]),
+                                2, "must not be negative")
+        self.assertOneLineError(
+            allocsites(["report", "-i", data, "--json", "/nonexistent/d/x.json"]),
+            2, "does not exist")
+        self.assertOneLineError(allocsites(["report", "--skip", "("]), 2,
+                                "bad regex")
+        self.assertOneLineError(allocsites(["report", "--bogus"]), 2,
+                                "unrecognized arguments")
+
+    def test_report_options_checked_before_recording(self):
+        # A typo in a report option must not cost a whole recording.
+        self.assertOneLineError(
+            allocsites(["--top", "x", "--", program("t_basic")]), 2,
+            "not a whole number")
+
+    def test_tracefs_mounted_when_needed_and_unmounted_after(self):
+        mounted = tracefs_mounts()
+        for path in mounted:
+            if subprocess.run(["umount", path]).returncode != 0:
+                self.skipTest("cannot unmount tracefs at %s (busy)" % path)
+        try:
+            report, truth, _, _ = self.profile(program("t_basic"), ["20"])
+            self.assertMatchesTruth(report, truth)
+            self.assertEqual(tracefs_mounts(), [])
+        finally:
+            for path in mounted:
+                subprocess.run(["mount", "-t", "tracefs", "nodev", path])
+        self.assertEqual(tracefs_mounts(), mounted)
+
+    def start_long_recording(self):
+        data = os.path.join(self.tmp, "long.data")
+        proc = subprocess.Popen(
+            [PYTHON, ALLOCSITES, "record", "-o", data, "--",
+             program("t_basic"), "100000000"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True, start_new_session=True,
+            env=dict(os.environ, TRUTH_FILE=os.path.join(self.tmp, "t.json")))
+        deadline = time.time() + 60
+        while len(rt_events()) <= len(self.events_before):
+            self.assertLess(time.time(), deadline, "events never appeared")
+            time.sleep(0.1)
+        time.sleep(1.0)  # let perf record start the program
+        return proc, data
+
+    def test_sigterm_removes_probe_events(self):
+        proc, _ = self.start_long_recording()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 128 + signal.SIGTERM, err)
+        self.assertIn("stopped by signal", err)
+        self.assertNotIn("Traceback", err)
+        # tearDown checks that the events are gone.
+
+    def test_ctrl_c_keeps_recording_and_removes_events(self):
+        proc, data = self.start_long_recording()
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        _, err = proc.communicate(timeout=120)
+        self.assertNotIn("Traceback", err)
+        self.assertIn("allocsites: recorded", err)
+        self.assertTrue(os.path.getsize(data) > 0)
+        rep = allocsites(["report", "-i", data])
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        self.assertIn("lost:", rep.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

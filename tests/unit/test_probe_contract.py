@@ -1,0 +1,182 @@
+"""The probe contract: include/rt_probes.h against probes/rt.d, compile
+cleanliness, and the cost when off. Needs gcc, g++ and dtrace
+(systemtap-sdt-dev); no perf."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from allocsites_lib import elf  # noqa: E402
+
+INCLUDE = os.path.join(ROOT, "include")
+RT_D = os.path.join(ROOT, "probes", "rt.d")
+
+# A use of every probe, with arguments of exactly the .d types.
+USE = r"""
+#include <stddef.h>
+%(include)s
+void use(void *ptr, size_t size, unsigned int tag);
+void use(void *ptr, size_t size, unsigned int tag)
+{
+    RT_ALLOC(ptr, size, tag);
+    RT_FREE(ptr, size, tag);
+}
+static char block[24];
+int main(void) { use(block, sizeof block, 3); return 0; }
+"""
+
+ARG_RE = re.compile(r"(-?)(\d+)@")
+
+
+def signature(path):
+    """{(provider, name): [(size, signed), ...]} from a binary's notes."""
+    image = elf.open_elf(path)
+    out = {}
+    for provider, name, _pc, semaphore, args in elf.stapsdt_probes(image):
+        out[(provider, name)] = ([(int(m.group(2)), m.group(1) == "-")
+                                  for m in ARG_RE.finditer(args)],
+                                 semaphore != 0)
+    return out
+
+
+def d_probes():
+    """{name: [C type, ...]} declared in probes/rt.d."""
+    with open(RT_D) as f:
+        text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+    return {m.group(1): [a.strip() for a in m.group(2).split(",")]
+            for m in re.finditer(r"probe\s+(\w+)\s*\(([^)]*)\)", text)}
+
+
+class ProbeContract(unittest.TestCase):
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def cc(self, source, out, *flags, compiler="gcc", link=True):
+        src = os.path.join(self.tmp, out + (".cc" if compiler.endswith("++") else ".c"))
+        with open(src, "w") as f:
+            f.write(source)
+        path = os.path.join(self.tmp, out)
+        cmd = [compiler, "-O2", "-g", "-I" + INCLUDE, "-I" + self.tmp] + \
+            list(flags) + ([] if link else ["-c"]) + [src, "-o", path]
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, universal_newlines=True)
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        self.assertEqual(proc.stdout, "", "compiler printed warnings")
+        return path
+
+    def test_header_and_d_file_declare_the_same_probes(self):
+        # dtrace's generated header, with its semaphores from dtrace -G.
+        gen = os.path.join(self.tmp, "rt_gen.h")
+        sem = os.path.join(self.tmp, "rt_sem.o")
+        subprocess.run(["dtrace", "-h", "-s", RT_D, "-o", gen], check=True)
+        subprocess.run(["dtrace", "-G", "-s", RT_D, "-o", sem], check=True)
+        from_d = self.cc(USE % {"include": '#include "rt_gen.h"'}, "from_d",
+                         sem)
+        from_h = self.cc(USE % {"include": '#include "rt_probes.h"'}, "from_h",
+                         "-std=c99", "-Wall", "-Wextra", "-pedantic")
+        want = signature(from_d)
+        self.assertEqual(set(want), {("rt", "alloc"), ("rt", "free")})
+        self.assertEqual(signature(from_h), want)
+        # And the .d file declares what the header documents.
+        self.assertEqual(d_probes(), {
+            "alloc": ["void *ptr", "size_t size", "unsigned int tag"],
+            "free": ["void *ptr", "size_t size", "unsigned int tag"]})
+
+    def test_arguments_are_registers(self):
+        prog = self.cc(USE % {"include": '#include "rt_probes.h"'}, "regs")
+        image = elf.open_elf(prog)
+        for _, name, _, _, args in elf.stapsdt_probes(image):
+            for operand in args.split():
+                self.assertRegex(operand, r"^-?\d+@%[a-z0-9]+$",
+                                 "%s: %s is not a register" % (name, operand))
+
+    def test_compiles_clean_in_c_and_cpp(self):
+        use = USE % {"include": '#include "rt_probes.h"'}
+        strict = ["-Wall", "-Wextra", "-pedantic", "-Werror"]
+        for std in ("-std=c99", "-std=c11"):
+            self.cc(use, "c" + std[-2:], std, *strict, link=False)
+        self.cc(use, "cxx", "-std=c++11", *strict, compiler="g++", link=False)
+        if shutil.which("clang"):
+            self.cc(use, "clang", "-std=c99", *strict, compiler="clang",
+                    link=False)
+
+    def test_disabled_build_has_no_probes_and_no_code(self):
+        prog = self.cc(USE % {"include": '#include "rt_probes.h"'}, "off",
+                       "-DRT_PROBES_DISABLE", "-Wall", "-Wextra", "-Werror")
+        self.assertEqual(elf.stapsdt_probes(elf.open_elf(prog)), [])
+        self.assertNotIn(".probes", elf.open_elf(prog).sections)
+
+    OFF_PATH_SITE = r"""
+#include "rt_probes.h"
+void *get(unsigned long n);
+void *site(unsigned long n);
+void *site(unsigned long n)
+{
+    void *p = get(n);
+    RT_ALLOC(p, n * 3 + 1, (unsigned)(n >> 4));
+    get(0);
+    return p;
+}
+"""
+
+    def off_path(self, *flags):
+        """The instructions the probe adds between the two calls when off
+        (register-to-register moves that keep p alive are not counted)."""
+        obj = self.cc(self.OFF_PATH_SITE, "site.o", "-Wall", *flags,
+                      link=False)
+        asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", obj],
+                             stdout=subprocess.PIPE, universal_newlines=True,
+                             check=True).stdout
+        body = asm.split("<site>:")[1]
+        insns = [l.split("\t", 1)[1].strip() for l in body.splitlines()
+                 if re.match(r"^\s+[0-9a-f]+:\t", l)]
+        calls = [i for i, s in enumerate(insns) if s.startswith("call")]
+        between = insns[calls[0] + 1:calls[1]]
+        return [s for s in between
+                if not re.match(r"^mov\s+%\w+,%\w+$", s) and
+                not re.match(r"^xor\s+%(\w+),%\1$", s)]
+
+    def test_off_path_is_two_instructions(self):
+        added = self.off_path()
+        self.assertEqual(len(added), 2, added)
+        self.assertRegex(added[0], r"^cmpw\s+\$0x0,0x0\(%rip\)")
+        self.assertRegex(added[1], r"^jne\s")
+
+    def test_plain_c_semaphore_test_costs_three(self):
+        # Why the header uses asm goto on x86-64: GCC loads a volatile
+        # short into a register before testing it.
+        added = self.off_path("-DRT_PROBES_NO_ASM_GOTO")
+        self.assertEqual(len(added), 3, added)
+        self.assertRegex(added[0], r"^movzwl\s")
+
+    def test_semaphores_are_hidden_adjacent_and_in_probes_section(self):
+        prog = self.cc(USE % {"include": '#include "rt_probes.h"'}, "sem")
+        syms = subprocess.run(["readelf", "-sW", prog], stdout=subprocess.PIPE,
+                              universal_newlines=True, check=True).stdout
+        found = {}
+        for line in syms.splitlines():
+            parts = line.split()
+            if len(parts) >= 8 and parts[7].endswith("_semaphore"):
+                found[parts[7]] = (int(parts[1], 16), parts[5])
+        self.assertEqual(set(found), {"rt_alloc_semaphore", "rt_free_semaphore"})
+        self.assertEqual({v[1] for v in found.values()}, {"HIDDEN"})
+        self.assertEqual(found["rt_free_semaphore"][0],
+                         found["rt_alloc_semaphore"][0] + 2)
+        image = elf.open_elf(prog)
+        start = image.section_address(".probes")
+        self.assertEqual(found["rt_alloc_semaphore"][0], start)
+
+
+if __name__ == "__main__":
+    unittest.main()
