@@ -11,16 +11,22 @@
  *
  *     RT_TAG_NAME(3, "ast");                  at file scope: tag 3 is "ast"
  *
- * Events (perf names them sdt_rt:alloc and sdt_rt:free):
- *     rt:alloc(void *ptr, size_t size, unsigned int tag)
- *     rt:free (void *ptr, size_t size, unsigned int tag)
- * probes/rt.d declares the same provider for dtrace-style tools.
+ * Events (perf names them sdt_rt:alloc, sdt_rt:free, sdt_rt:sample):
+ *     rt:alloc (void *ptr, size_t size, unsigned int tag)      every one
+ *     rt:free  (void *ptr, size_t size, unsigned int tag)
+ *     rt:sample(void *ptr, size_t size, unsigned int tag,
+ *               unsigned long long weight)                     sampled
+ * RT_ALLOC fires both rt:alloc and rt:sample: which one a profile gets
+ * depends only on the event perf records. rt:sample fires for about one
+ * allocation per RT_SAMPLE_BYTES bytes (default 512 KiB; environment,
+ * read once); weight is the number of bytes the sample stands for. The
+ * math is in docs/sampling.md. probes/rt.d declares the same provider.
  *
- * Cost when nothing records: each probe site is one test of a 16-bit
- * semaphore and a not-taken branch (2 instructions on x86-64); the argument expressions are not
- * evaluated and the probe's nop is out of line. perf raises the semaphore
- * while it records the event (perf >= 4.20 passes ref_ctr_offset).
- * -DRT_PROBES_DISABLE compiles every probe out.
+ * Cost when nothing records: each probe site is one test of the
+ * semaphores and a not-taken branch (2 instructions on x86-64); the
+ * argument expressions are not evaluated and the probe's nop is out of
+ * line. perf raises a semaphore while it records that event (perf >= 4.20
+ * passes ref_ctr_offset). -DRT_PROBES_DISABLE compiles every probe out.
  *
  * Requires <sys/sdt.h> (Debian: systemtap-sdt-dev). See docs/probes.md.
  */
@@ -53,6 +59,7 @@
 
 #define RT_ALLOC_ENABLED() 0
 #define RT_FREE_ENABLED() 0
+#define RT_SAMPLE_ENABLED() 0
 /* sizeof: the arguments count as used but are never evaluated. */
 #define RT_ALLOC(ptr, size, tag)                                              \
     ((void)sizeof(ptr), (void)sizeof(size), (void)sizeof(tag))
@@ -90,23 +97,39 @@ extern volatile unsigned short rt_alloc_semaphore
     __attribute__((visibility("hidden")));
 extern volatile unsigned short rt_free_semaphore
     __attribute__((visibility("hidden")));
+extern volatile unsigned short rt_sample_semaphore
+    __attribute__((visibility("hidden")));
+/* rt:alloc's and rt:sample's semaphores as one word: RT_ALLOC tests both
+ * with one compare. */
+extern volatile unsigned int rt__alloc_semaphores
+    __attribute__((visibility("hidden")));
 #ifdef __cplusplus
 }
 #endif
 
 __asm__(".pushsection .probes,\"awG\",@progbits,rt_probes_semaphores,comdat\n"
         ".balign 8\n"
+        ".weak rt__alloc_semaphores\n"
+        ".hidden rt__alloc_semaphores\n"
+        ".type rt__alloc_semaphores, @object\n"
+        ".size rt__alloc_semaphores, 4\n"
+        "rt__alloc_semaphores:\n"
         ".weak rt_alloc_semaphore\n"
         ".hidden rt_alloc_semaphore\n"
         ".type rt_alloc_semaphore, @object\n"
         ".size rt_alloc_semaphore, 2\n"
         "rt_alloc_semaphore: .2byte 0\n"
+        ".weak rt_sample_semaphore\n"
+        ".hidden rt_sample_semaphore\n"
+        ".type rt_sample_semaphore, @object\n"
+        ".size rt_sample_semaphore, 2\n"
+        "rt_sample_semaphore: .2byte 0\n"
         ".weak rt_free_semaphore\n"
         ".hidden rt_free_semaphore\n"
         ".type rt_free_semaphore, @object\n"
         ".size rt_free_semaphore, 2\n"
         "rt_free_semaphore: .2byte 0\n"
-        ".2byte 0, 0\n"
+        ".2byte 0\n"
         ".popsection\n");
 
 /* rt__on(sem): is the semaphore raised? On x86-64 an asm goto makes the
@@ -125,12 +148,27 @@ on:
 #endif
     return 1;
 }
+static inline __attribute__((always_inline)) int
+rt__on32(volatile unsigned int *sems)
+{
+    __asm__ goto("cmpl $0, %0\n\tjne %l1" : : "m"(*sems) : "cc" : on);
+    return 0;
+on:
+#if !defined(__clang__)
+    __attribute__((cold));
+#endif
+    return 1;
+}
 #else
 #define rt__on(sem) __builtin_expect(*(sem) != 0, 0)
+#define rt__on32(sems) __builtin_expect(*(sems) != 0, 0)
 #endif
 
 #define RT_ALLOC_ENABLED() rt__on(&rt_alloc_semaphore)
 #define RT_FREE_ENABLED() rt__on(&rt_free_semaphore)
+#define RT_SAMPLE_ENABLED() rt__on(&rt_sample_semaphore)
+
+#include "rt_sampler.h"
 
 /* The casts fix the argument types of the contract: 8-byte unsigned
  * pointer and size, 4-byte unsigned tag (a signed tag would reach perf's
@@ -151,10 +189,25 @@ on:
                 (unsigned long long)(size), (unsigned int)(tag));             \
     RT__SDT_QUIET_END
 
+/* The sampled stream's probe sits here, in the allocator's own body like
+ * rt:alloc, so both events share one call-site rule (the first frame
+ * outside the function that holds the probe). */
 #define RT_ALLOC(ptr, size, tag)                                              \
     do {                                                                      \
-        if (RT_ALLOC_ENABLED()) {                                             \
-            RT__FIRE(alloc, ptr, size, tag)                                   \
+        if (rt__on32(&rt__alloc_semaphores)) {                                \
+            if (RT_ALLOC_ENABLED()) {                                         \
+                RT__FIRE(alloc, ptr, size, tag)                               \
+            }                                                                 \
+            if (RT_SAMPLE_ENABLED()) {                                        \
+                unsigned long long rt__size = (unsigned long long)(size);     \
+                unsigned long long rt__w = rt__sample_weight(rt__size);       \
+                if (rt__w) {                                                  \
+                    RT__SDT_QUIET_BEGIN                                       \
+                    STAP_PROBE4(rt, sample, (unsigned long long)(size_t)(ptr),\
+                                rt__size, (unsigned int)(tag), rt__w);        \
+                    RT__SDT_QUIET_END                                         \
+                }                                                             \
+            }                                                                 \
         }                                                                     \
     } while (0)
 #define RT_FREE(ptr, size, tag)                                               \

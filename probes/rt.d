@@ -7,11 +7,19 @@
  * match the header's: same provider, names, argument count, sizes and
  * signedness.
  *
- * perf names the events sdt_rt:alloc and sdt_rt:free.
+ * perf names the events sdt_rt:alloc, sdt_rt:free and sdt_rt:sample.
+ *
+ * systemtap's dtrace (4.8) warns "syntax error near: probe free": its
+ * pyparsing grammar will not take the name free. It then parses the file
+ * with its regular-expression parser, whose output is right (the test
+ * checks it); `dtrace --no-pyparsing` skips the warning.
  */
 provider rt {
 	/* A block was allocated: its address, requested size, origin tag. */
 	probe alloc(void *ptr, size_t size, unsigned int tag);
 	/* A block is about to be released: address, size and tag it had. */
 	probe free(void *ptr, size_t size, unsigned int tag);
+	/* A sampled allocation, fired by RT_ALLOC while recorded: weight is
+	 * the number of bytes it stands for, see docs/sampling.md. */
+	probe sample(void *ptr, size_t size, unsigned int tag, unsigned long long weight);
 };

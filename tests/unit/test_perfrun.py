@@ -235,9 +235,9 @@ class CountLostTest(unittest.TestCase):
         os.chmod(path, stat.S_IRWXU)
         self.assertEqual(perfrun.stats_text(self.data, perf=path), "out\nerr\n")
 
-    # Bug: the exit status of perf report is ignored, so a perf that fails
+    # The exit status of perf report counts: a perf that fails
     # (Debian's /usr/bin/perf wrapper without a matching kernel build, an
-    # unreadable file...) reads as "nothing lost": a clean profile claimed.
+    # unreadable file...) must not read as "nothing lost".
     def test_failing_perf_is_unknown_not_clean(self):
         perf = self.fake_perf("WARNING: perf not found for kernel 6.1.0-99\n", status=2)
         lost, reason = perfrun.count_lost(self.data, perf=perf)

@@ -1,0 +1,161 @@
+/* rt_sampler.h - byte sampling for the rt:sample probe (included by
+ * rt_probes.h; do not include it directly).
+ *
+ * The model jemalloc and tcmalloc use: sample points fall on the stream of
+ * allocated bytes as a Poisson process of rate 1/R. Each thread counts down
+ * the bytes to its next point; gaps are drawn from an exponential
+ * distribution of mean R (memoryless: a fixed or bounded gap phase-locks
+ * onto periodic allocation patterns and skews whole sites). An allocation
+ * of `size` bytes that the countdown crosses k times (k >= 1) fires
+ * rt:sample once with weight = k * R: the bytes it stands for. The report's
+ * estimates, sum(weight) bytes and sum(weight / size) allocations, are
+ * unbiased; docs/sampling.md has the math and the error bounds.
+ *
+ * R comes from the environment variable RT_SAMPLE_BYTES (bytes, optional
+ * k/m suffix; default 524288), read once. R = 1 samples every byte: k is
+ * then exactly `size` and the estimates are exact. RT_SAMPLE_SEED fixes
+ * the random seed (for tests); without it the seed comes from the
+ * address of the thread's state (ASLR).
+ *
+ * The code runs only while rt:sample is recorded (its semaphore): no lock,
+ * no malloc and no system call; per-thread state; safe in any number of
+ * threads. The state is one weak hidden object per ELF file, like the
+ * semaphores.
+ */
+#ifndef RT_SAMPLER_H
+#define RT_SAMPLER_H
+
+#include <stdlib.h>
+
+#define RT_SAMPLE_BYTES_DEFAULT 524288ULL
+
+struct rt__sampler {
+    long long left;           /* bytes to the next sample point */
+    unsigned long long rng;   /* xorshift64* state; 0 = not started */
+};
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* initial-exec: a fs-relative access even in a shared library (no
+ * __tls_get_addr call per allocation); 16 bytes of static TLS. */
+extern __thread struct rt__sampler rt__sampler_state
+    __attribute__((visibility("hidden"), tls_model("initial-exec")));
+__attribute__((weak, visibility("hidden"), tls_model("initial-exec")))
+__thread struct rt__sampler rt__sampler_state;
+/* R (0 = not read yet) and the count of threads started, per ELF file. */
+__attribute__((weak, visibility("hidden"))) unsigned long long rt__sample_r;
+__attribute__((weak, visibility("hidden"))) unsigned long long rt__sample_threads;
+#ifdef __cplusplus
+}
+#endif
+
+static inline unsigned long long rt__splitmix64(unsigned long long x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* "524288", "512k", "1m" -> bytes; 0 if malformed. */
+static inline unsigned long long rt__parse_bytes(const char *s)
+{
+    unsigned long long v = 0;
+    if (!s || !*s)
+        return 0;
+    for (; *s >= '0' && *s <= '9'; s++)
+        v = v * 10 + (unsigned long long)(*s - '0');
+    if (*s == 'k' || *s == 'K')
+        v <<= 10, s++;
+    else if (*s == 'm' || *s == 'M')
+        v <<= 20, s++;
+    return *s ? 0 : v;
+}
+
+static inline unsigned long long rt__sample_bytes(void)
+{
+    unsigned long long r = __atomic_load_n(&rt__sample_r, __ATOMIC_RELAXED);
+    if (r == 0) {
+        r = rt__parse_bytes(getenv("RT_SAMPLE_BYTES"));
+        if (r == 0)
+            r = RT_SAMPLE_BYTES_DEFAULT;
+        __atomic_store_n(&rt__sample_r, r, __ATOMIC_RELAXED);
+    }
+    return r;
+}
+
+/* -ln(u) for u in (0, 1], without libm: u = m * 2^e with m in
+ * [sqrt(1/2), sqrt(2)), ln m = 2 atanh(z), z = (m-1)/(m+1), |z| < 0.172;
+ * the series to z^11 is within 3e-10 of ln m. */
+static inline double rt__neg_log(double u)
+{
+    union { double d; unsigned long long b; } v;
+    double z, z2, ln_m;
+    int e;
+    v.d = u;
+    e = (int)((v.b >> 52) & 0x7ff) - 1023;
+    v.b = (v.b & 0x000fffffffffffffULL) | 0x3ff0000000000000ULL; /* [1,2) */
+    if (v.d > 1.4142135623730951) {
+        v.d *= 0.5;
+        e++;
+    }
+    z = (v.d - 1.0) / (v.d + 1.0);
+    z2 = z * z;
+    ln_m = 2.0 * z * (1.0 + z2 * (1.0 / 3 + z2 * (1.0 / 5 + z2 * (1.0 / 7 +
+               z2 * (1.0 / 9 + z2 * (1.0 / 11))))));
+    return -(ln_m + e * 0.6931471805599453);
+}
+
+/* The next gap: exponential with mean r bytes, at least 1 byte. */
+static inline long long rt__draw_gap(struct rt__sampler *t, unsigned long long r)
+{
+    double u, gap;
+    t->rng ^= t->rng >> 12;
+    t->rng ^= t->rng << 25;
+    t->rng ^= t->rng >> 27;
+    /* 53 random bits -> u in (0, 1]. */
+    u = (double)(((t->rng * 0x2545f4914f6cdd1dULL) >> 11) + 1) *
+        (1.0 / 9007199254740992.0);
+    gap = rt__neg_log(u) * (double)r;
+    return gap < 1.0 ? 1 : gap > 9.0e18 ? (long long)9e18 : (long long)gap;
+}
+
+static __attribute__((noinline, unused)) unsigned long long
+rt__sample_slow(struct rt__sampler *t, unsigned long long size)
+{
+    unsigned long long r = rt__sample_bytes(), k = 0;
+    if (r == 1)
+        return size; /* every byte is a sample point: k = size, w = size */
+    if (t->rng == 0) {
+        /* A new thread: its own stream, then a first gap. */
+        unsigned long long seed = rt__parse_bytes(getenv("RT_SAMPLE_SEED"));
+        unsigned long long n =
+            __atomic_fetch_add(&rt__sample_threads, 1, __ATOMIC_RELAXED);
+        if (seed == 0)
+            seed = (unsigned long long)(size_t)t;
+        t->rng = rt__splitmix64(seed + n * 0x9e3779b97f4a7c15ULL) | 1;
+        t->left += rt__draw_gap(t, r);
+        if (t->left >= 0)
+            return 0;
+    }
+    while (t->left < 0) {
+        k++;
+        t->left += rt__draw_gap(t, r);
+    }
+    return k * r;
+}
+
+/* Weight of this allocation's sample, or 0 if it is not sampled. The
+ * common case is one subtraction and a not-taken branch. */
+static inline __attribute__((always_inline)) unsigned long long
+rt__sample_weight(unsigned long long size)
+{
+    struct rt__sampler *t = &rt__sampler_state;
+    t->left -= (long long)size;
+    if (__builtin_expect(t->left >= 0 && t->rng != 0, 1))
+        return 0;
+    return rt__sample_slow(t, size);
+}
+
+#endif /* RT_SAMPLER_H */
