@@ -35,3 +35,7 @@ unit:
 
 clean:
 	rm -rf $(BUILD)
+
+# Figures for docs (not part of check): run as root on an idle machine.
+bench: deps all
+	$(PYTHON) bench/exact_burst.py

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs what allocsites needs on Debian 12, only if something is missing:
-#   perf (linux-perf), sys/sdt.h (systemtap-sdt-dev), gcc, make, addr2line
+#   perf (linux-perf), sys/sdt.h and dtrace (systemtap-sdt-dev), gcc, g++
+#   (the header must work from C++), make, addr2line
 #   (binutils) and the system Python perf embeds (python3).
 # tracefs is not mounted here: `allocsites record` mounts it when needed and
 # unmounts it afterwards, leaving the machine as it found it.
@@ -11,6 +12,7 @@ command -v perf >/dev/null 2>&1 || missing="$missing linux-perf"
 [ -f /usr/include/x86_64-linux-gnu/sys/sdt.h ] || [ -f /usr/include/sys/sdt.h ] ||
     missing="$missing systemtap-sdt-dev"
 command -v gcc >/dev/null 2>&1 || missing="$missing gcc libc6-dev"
+command -v g++ >/dev/null 2>&1 || missing="$missing g++"
 command -v make >/dev/null 2>&1 || missing="$missing make"
 command -v addr2line >/dev/null 2>&1 || missing="$missing binutils"
 [ -x /usr/bin/python3 ] || missing="$missing python3"

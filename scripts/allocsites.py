@@ -45,9 +45,10 @@ class Run:
     def finish(self):
         from allocsites_lib import pipeline
         from allocsites_lib.symbolize import Symbolizer
-        lost, reason = pipeline.lost_for()
+        data = pipeline.data_path()
+        lost, reason = perfrun.count_lost(data)
         report = pipeline.build_report(self.tally, self.opts, Symbolizer(),
-                                       lost, reason)
+                                       lost, reason, data)
         if self.handler_errors:
             report.warnings.append("%d events raised in the handler and were "
                                    "skipped" % self.handler_errors)

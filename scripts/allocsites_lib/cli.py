@@ -5,6 +5,7 @@
   allocsites [-o FILE] [--stack-size N] [report options] -- PROG [ARGS...]
 """
 
+import collections
 import os
 import signal
 import subprocess
@@ -17,7 +18,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ENTRY_SCRIPT = os.path.join(os.path.dirname(HERE), "allocsites.py")
 
 USAGE = """\
-usage: allocsites record [-o FILE] [--stack-size BYTES] [--lib SO] [--frees] -- PROG [ARGS...]
+usage: allocsites record [-o FILE] [--sample BYTES] [--stack-size BYTES] [--lib SO] [--frees]
+                         -- PROG [ARGS...]
        allocsites report [-i FILE] [report options, see allocsites report --help]
        allocsites [record options] [report options] -- PROG [ARGS...]
 
@@ -31,6 +33,10 @@ probes (include/rt_probes.h), recorded with perf.
 
 record options:
   -o FILE             perf data file to write (default: perf.data)
+  --sample BYTES      sampled mode: about one allocation per BYTES allocated
+                      (k/m suffixes; e.g. 512k), estimates instead of exact
+                      counts, at a few percent of the cost; 0 or absent:
+                      every allocation (docs/sampling.md)
   --stack-size BYTES  user stack copied per allocation for unwinding
                       (default %d, max 65528, multiple of 8); raise it when
                       the report says stacks were cut short
@@ -42,6 +48,8 @@ record options:
 examples:
   allocsites -- ./build/minicc 20000
         profile minicc: table on stdout, flame graph in perf.svg
+  allocsites --sample 512k -- ./build/minicc 200000
+        a long run, sampled: estimated bytes and counts per site
   allocsites record -o run.data -- ./server --port 8080 --name "my server"
   allocsites report -i run.data --json run.json --skip '^xmalloc$'
         charge allocations made through xmalloc to xmalloc's callers
@@ -60,42 +68,54 @@ def split_program(argv):
     return argv[:i], argv[i + 1:]
 
 
+RecordOptions = collections.namedtuple(
+    "RecordOptions", "output stack_size libs frees sample")
+
+
 def take_record_options(args):
-    """Pulls -o, --stack-size, --lib and --frees out of args; returns
-    ((output, stack size, libs, frees), rest)."""
-    output, stack, libs, rest = "perf.data", recorder.DEFAULT_STACK_SIZE, [], []
-    frees = "--frees" in args
+    """Pulls the record options out of args; returns (RecordOptions, rest)."""
+    opts = {"output": "perf.data", "stack_size": recorder.DEFAULT_STACK_SIZE,
+            "libs": [], "frees": "--frees" in args, "sample": 0}
     args = [a for a in args if a != "--frees"]
+    valued = {"-o": "output", "--output": "output", "--stack-size": "stack_size",
+              "--lib": "libs", "--sample": "sample"}
+    rest = []
     i = 0
     while i < len(args):
         a = args[i]
-        value = None
-        for flag in ("-o", "--output", "--stack-size", "--lib"):
-            if a == flag:
-                if i + 1 >= len(args):
-                    raise Usage("%s needs a value" % flag)
-                value, i = args[i + 1], i + 2
-                break
-            if a.startswith(flag + "=") and flag.startswith("--"):
-                value, i = a[len(flag) + 1:], i + 1
-                break
+        flag, value = a, None
+        if a in valued:
+            if i + 1 >= len(args):
+                raise Usage("%s needs a value" % a)
+            value, i = args[i + 1], i + 2
+        elif a.startswith("--") and a.split("=", 1)[0] in valued:
+            flag, value = a.split("=", 1)
+            i += 1
         else:
             rest.append(a)
             i += 1
             continue
-        if flag in ("-o", "--output"):
-            output = value
-        elif flag == "--lib":
-            libs.append(value)
+        key = valued[flag]
+        if key == "libs":
+            opts["libs"].append(value)
+        elif key == "output":
+            opts["output"] = value
         else:
-            try:
-                stack = int(value, 0)
-            except ValueError:
-                raise Usage("--stack-size: not a number: %r" % value)
-            if stack < 8 or stack > 65528 or stack % 8:
-                raise Usage("--stack-size must be a multiple of 8 from 8 to "
-                            "65528, not %d" % stack)
-    return (output, stack, libs, frees), rest
+            opts[key] = _whole_number(flag, value)
+    stack = opts["stack_size"]
+    if stack < 8 or stack > 65528 or stack % 8:
+        raise Usage("--stack-size must be a multiple of 8 from 8 to 65528, "
+                    "not %d" % stack)
+    return RecordOptions(**opts), rest
+
+
+def _whole_number(flag, text):
+    """'512k' / '1m' / '4096' -> int (k and m are KiB and MiB)."""
+    scale = {"k": 1 << 10, "m": 1 << 20}.get(text[-1:].lower(), 1)
+    digits = text[:-1] if scale > 1 else text
+    if not digits.isdigit():
+        raise Usage("%s: not a whole number of bytes: %r" % (flag, text))
+    return int(digits) * scale
 
 
 class Interrupts:
@@ -138,22 +158,29 @@ class Stopped(Exception):
         self.sig = sig
 
 
-def record(output, stack_size, libs, record_frees, argv, out=sys.stderr):
-    """Records argv; returns perf record's exit status. Ctrl-C stops the
-    program and keeps the recording (as perf does); SIGTERM and SIGHUP
-    raise Stopped once the probe events are removed."""
+def record(opts, argv, out=sys.stderr):
+    """Records argv with RecordOptions opts; returns perf record's exit
+    status. opts.sample > 0 records the sampled stream (rt:sample) at that
+    mean gap instead of every allocation. Ctrl-C stops the program and
+    keeps the recording (as perf does); SIGTERM and SIGHUP raise Stopped
+    once the probe events are removed."""
+    output, stack_size = opts.output, opts.stack_size
+    alloc_probe = "sample" if opts.sample else "alloc"
     if not argv:
         raise Usage("no program given after --")
     perf = recorder.find_perf()
     recorder.check_privileges()
     prog = recorder.resolve_program(argv[0])
-    extra = [recorder.resolve_program(lib) for lib in libs]
+    extra = [recorder.resolve_program(lib) for lib in opts.libs]
     binaries = recorder.probed_binaries(prog, extra)
     if not binaries:
         raise RecordError("no rt probes in %s or the libraries it links: build "
                           "the allocator with include/rt_probes.h (and without "
                           "-DRT_PROBES_DISABLE), or name a dlopen'ed library "
                           "with --lib" % argv[0])
+    if not any(alloc_probe in names for _, names in binaries):
+        raise RecordError("%s has rt probes but no rt:%s: rebuild it with the "
+                          "current include/rt_probes.h" % (argv[0], alloc_probe))
     parent = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(parent):
         raise RecordError("-o %s: directory %s does not exist" % (output, parent))
@@ -167,15 +194,18 @@ def record(output, stack_size, libs, record_frees, argv, out=sys.stderr):
             tracefs.ensure()
             allocs, frees = [], []
             for path, names in binaries:
-                if "alloc" in names:
-                    allocs.append(events.add(path, "alloc"))
-                if record_frees and "free" in names:
+                if alloc_probe in names:
+                    allocs.append(events.add(path, alloc_probe))
+                if opts.frees and "free" in names:
                     frees.append(events.add(path, "free"))
             cmd = recorder.record_command(perf, output, allocs, frees,
                                           stack_size, argv)
             if interrupts.received is None:
+                env = dict(os.environ)
+                if opts.sample:
+                    env["RT_SAMPLE_BYTES"] = str(opts.sample)
                 try:
-                    child = subprocess.Popen(cmd)
+                    child = subprocess.Popen(cmd, env=env)
                 except OSError as e:
                     raise RecordError("cannot run perf: %s" % e)
                 interrupts.child = child
@@ -207,15 +237,17 @@ def summarize(perf, output, out):
         return
     samples = perfrun.event_samples(text)
     lost, records = perfrun.parse_stats(text)
-    by_kind = {"alloc": 0, "free": 0}
+    by_kind = {"alloc": 0, "free": 0, "sample": 0}
     for event, n in samples.items():
         kind = event.split(":", 1)[-1].split("_")[0]
         if kind in by_kind:
             by_kind[kind] += n
     lost_text = str(lost) if lost or not records else \
         "unknown (%d lost records)" % records
-    out.write("allocsites: recorded %d alloc%s events; lost: %s -> %s\n"
-              % (by_kind["alloc"], (", %d free" % by_kind["free"])
+    main = ("%d sample" % by_kind["sample"]) if by_kind["sample"] else \
+        ("%d alloc" % by_kind["alloc"])
+    out.write("allocsites: recorded %s%s events; lost: %s -> %s\n"
+              % (main, (", %d free" % by_kind["free"])
                  if by_kind["free"] else "", lost_text, output))
     if lost or records:
         out.write("allocsites: warning: events were lost: the profile is "
@@ -287,20 +319,20 @@ def dispatch(argv):
         return report(data, rest)
     if argv[0] == "record":
         ours, prog = split_program(argv[1:])
-        (output, stack, libs, frees), rest = take_record_options(ours)
+        rec, rest = take_record_options(ours)
         if rest:
             raise Usage("record: unknown option %s" % rest[0])
         if prog is None:
             raise Usage("record: put the program after --")
-        return record(output, stack, libs, frees, prog)
+        return record(rec, prog)
     ours, prog = split_program(argv)
     if prog is None:
         raise Usage("unknown command %s" % argv[0])
-    (output, stack, libs, frees), report_args = take_record_options(ours)
+    rec, report_args = take_record_options(ours)
     options.parse(report_args, prog="allocsites")  # fail before recording
-    status = record(output, stack, libs, frees, prog)
+    status = record(rec, prog)
     if not any(a == "--svg" or a.startswith("--svg=") for a in report_args):
         report_args = report_args + [
-            "--svg", os.path.splitext(output)[0] + ".svg"]
-    report_status = report(output, report_args)
+            "--svg", os.path.splitext(rec.output)[0] + ".svg"]
+    report_status = report(rec.output, report_args)
     return report_status or status

@@ -3,6 +3,7 @@
 import csv
 import io
 
+from .folded import _number
 from .report import share
 
 COLUMNS = ["rank", "function", "file", "line", "dso", "count", "bytes",
@@ -16,9 +17,9 @@ def render_csv(report, top=None):
     w.writerow(COLUMNS)
     for rank, site in enumerate(folded.sites[:top] if top else folded.sites, 1):
         f = site.frame
-        w.writerow([rank, f.function, f.file, f.line, f.dso, site.count,
-                    site.bytes, "%.4f" % share(site.bytes, folded.bytes),
+        w.writerow([rank, f.function, f.file, f.line, f.dso,
+                    _number(site.count), _number(site.bytes), "%.4f" % share(site.bytes, folded.bytes),
                     "%.2f" % (site.bytes / site.count if site.count else 0),
-                    ";".join("%s=%d" % kv for kv in sorted(
+                    ";".join("%s=%s" % (t, _number(b)) for t, b in sorted(
                         site.tag_bytes.items()))])
     return buf.getvalue()

@@ -13,6 +13,7 @@ leading frames whose function matches --skip (wrappers such as xmalloc).
 """
 
 import collections
+import math
 import re
 
 from .symbolize import Frame
@@ -28,11 +29,19 @@ NO_CALLER = Frame("[no caller]", "", 0, "", False)
 
 
 class Tally:
-    """Raw event counts, keyed by (raw stack, tag). Cheap per event."""
+    """Raw event counts, keyed by (raw stack, tag). Cheap per event.
+
+    stacks: exact allocations, [count, bytes] per key.
+    sampled: rt:sample events, [count estimate, bytes estimate,
+    sum(weight / size**2), samples] per key (docs/sampling.md: the
+    estimates are sum(weight / size) and sum(weight); the third sum times
+    R is the variance of the count estimate)."""
 
     def __init__(self, min_size=0):
         self.min_size = min_size
         self.stacks = collections.defaultdict(lambda: [0, 0])
+        self.sampled = collections.defaultdict(lambda: [0.0, 0, 0.0, 0])
+        self.weight_gcd = 0                   # = R, the mean gap in bytes
         self.events = collections.Counter()   # kind -> events seen
         self.malformed = 0                    # rt events perf could not decode
         self.filtered = 0                     # allocations under --min-size
@@ -49,29 +58,44 @@ class Tally:
             self.frees[0] += 1
             self.frees[1] += event.size
             return
-        if event.kind != "alloc":
-            return
         if event.size < self.min_size:
             self.filtered += 1
             return
         if not event.frames:
             self.no_callchain += 1
-        entry = self.stacks[(event.frames, event.tag)]
-        entry[0] += 1
-        entry[1] += event.size
+        if event.kind == "alloc":
+            entry = self.stacks[(event.frames, event.tag)]
+            entry[0] += 1
+            entry[1] += event.size
+        elif event.size > 0 and event.weight > 0:   # kind == "sample"
+            entry = self.sampled[(event.frames, event.tag)]
+            entry[0] += event.weight / event.size
+            entry[1] += event.weight
+            entry[2] += event.weight / (event.size * event.size)
+            entry[3] += 1
+            self.weight_gcd = math.gcd(self.weight_gcd, event.weight)
+
+    def mode(self):
+        """'exact' if rt:alloc was recorded (it wins when both were),
+        'sampled' if only rt:sample was."""
+        return "sampled" if self.sampled and not self.stacks else "exact"
+
+    def entries(self, mode):
+        return self.sampled if mode == "sampled" else self.stacks
 
     def dsos(self):
         """Every DSO that appears in a recorded stack."""
         seen = set()
-        for frames, _ in self.stacks:
+        for frames, _ in list(self.stacks) + list(self.sampled):
             for raw in frames:
                 seen.add(raw.dso)
         return seen
 
 
 class Site:
-    """One call site's totals."""
-    __slots__ = ("frame", "count", "bytes", "tag_bytes", "tag_counts")
+    """One call site's totals (estimates in sampled mode)."""
+    __slots__ = ("frame", "count", "bytes", "tag_bytes", "tag_counts",
+                 "weight_by_size2", "samples")
 
     def __init__(self, frame):
         self.frame = frame
@@ -79,6 +103,14 @@ class Site:
         self.bytes = 0
         self.tag_bytes = collections.Counter()
         self.tag_counts = collections.Counter()
+        self.weight_by_size2 = 0.0   # sampled: sum(weight / size**2)
+        self.samples = 0             # sampled: rt:sample events
+
+    def errors(self, r):
+        """(bytes, count) standard errors of the estimates at mean gap r:
+        Var(bytes) = r * bytes, Var(count) = r * sum(weight / size**2)."""
+        return (math.sqrt(r * self.bytes),
+                math.sqrt(r * self.weight_by_size2))
 
 
 # frames: tuple of Frame from the call site outwards (site first).
@@ -101,7 +133,8 @@ def call_site_stack(logical, skip_re):
     return tuple(rest)
 
 
-def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None):
+def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
+         mode="exact"):
     """Sum a Tally per call site.
 
     tag_names: {tag: name}; skip: regex str for wrapper functions; tags:
@@ -109,11 +142,13 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None):
     at most this many frames of each stack (the site and its callers)."""
     tag_names = tag_names or {}
     skip_re = re.compile(skip) if skip else None
-    symbolizer.resolve({raw for frames, _ in tally.stacks for raw in frames})
+    entries = tally.entries(mode)
+    symbolizer.resolve({raw for frames, _ in entries for raw in frames})
     sites = {}
     stacks = collections.OrderedDict()
     total_count = total_bytes = truncated = 0
-    for (frames, tag), (count, nbytes) in tally.stacks.items():
+    for (frames, tag), entry in entries.items():
+        count, nbytes = entry[0], entry[1]
         label = tag_label(tag, tag_names)
         if tags is not None and label not in tags and str(tag) not in tags:
             continue
@@ -128,6 +163,9 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None):
             site = sites[key] = Site(site_frame)
         site.count += count
         site.bytes += nbytes
+        if mode == "sampled":
+            site.weight_by_size2 += entry[2]
+            site.samples += entry[3]
         site.tag_bytes[label] += nbytes
         site.tag_counts[label] += count
         total_count += count

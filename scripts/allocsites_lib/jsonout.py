@@ -14,17 +14,23 @@ def frame_json(frame):
 
 def report_dict(report, top=None):
     folded = report.folded
+    sampling = report.sampling
     sites = []
     for site in folded.sites[:top] if top else folded.sites:
         f = site.frame
-        sites.append({
+        entry = {
             "file": f.file, "line": f.line, "function": f.function,
             "dso": f.dso, "count": site.count, "bytes": site.bytes,
             "share": round(share(site.bytes, folded.bytes), 4),
             "avg_size": (site.bytes / site.count) if site.count else 0,
             "tags": dict(sorted(site.tag_bytes.items())),
             "tag_counts": dict(sorted(site.tag_counts.items())),
-        })
+        }
+        if sampling:
+            bytes_err, count_err = site.errors(sampling["sample_bytes"])
+            entry.update(samples=site.samples, bytes_error=bytes_err,
+                         count_error=count_err)
+        sites.append(entry)
     stacks = [{"frames": [frame_json(f) for f in s.frames],
                "count": s.count, "bytes": s.bytes,
                "tags": dict(sorted(s.tags.items()))}
@@ -32,9 +38,15 @@ def report_dict(report, top=None):
     return {
         "version": VERSION,
         "mode": report.mode,
+        # sampled mode: rt:sample events and R, the mean bytes between
+        # samples; count and bytes are then unbiased estimates (floats)
+        # and each site has one-standard-error bytes_error/count_error.
+        "samples": sampling["samples"] if sampling else None,
+        "sample_bytes": sampling["sample_bytes"] if sampling else None,
         "lost": report.lost,
         "lost_reason": report.lost_reason,
-        "events": dict(sorted(report.events.items()),
+        "events": dict(sorted(dict({"alloc": 0, "free": 0, "sample": 0},
+                                   **report.events).items()),
                        malformed=report.malformed),
         # frees: null when rt:free was not recorded (allocsites record
         # --frees), rather than a misleading 0.
@@ -43,7 +55,8 @@ def report_dict(report, top=None):
                    else None,
                    "freed_bytes": report.frees[1] if report.events.get("free")
                    else None},
-        "truncated_stacks": folded.truncated,
+        # allocations whose stack does not reach main/_start/a thread start
+        "truncated_allocations": folded.truncated,
         "filters": report.filters,
         "warnings": list(report.warnings),
         "sites": sites,

@@ -38,6 +38,13 @@ def _positive(text):
     return value
 
 
+def _at_least_one(text):
+    value = _positive(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1: %r" % text)
+    return value
+
+
 def _regex(text):
     try:
         re.compile(text)
@@ -68,7 +75,7 @@ def parser(prog="allocsites.py"):
     flt.add_argument("--depth", type=_positive, default=None, metavar="N",
                      help="keep N frames of each stack (the site and N-1 "
                           "callers) in stacks, folded output and flame graph")
-    flt.add_argument("--top", type=_positive, default=None, metavar="N",
+    flt.add_argument("--top", type=_at_least_one, default=None, metavar="N",
                      help="show N sites (table default 20; JSON and CSV "
                           "default all)")
     flt.add_argument("--skip", action="append", type=_regex, metavar="REGEX",

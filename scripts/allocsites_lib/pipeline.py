@@ -26,24 +26,41 @@ def collect_tag_names(tally, symbolizer):
     return names
 
 
-def build_report(tally, opts, symbolizer, lost, lost_reason):
+def build_report(tally, opts, symbolizer, lost, lost_reason, data=None):
+    """data: the perf.data path, to notice binaries rebuilt since."""
     names = collect_tag_names(tally, symbolizer)
     tags = set(opts.tag) if opts.tag else None
-    result = fold(tally, symbolizer, names, skip_regex(opts), tags, opts.depth)
+    mode = tally.mode()
+    result = fold(tally, symbolizer, names, skip_regex(opts), tags, opts.depth,
+                  mode)
     warnings = list(symbolizer.warnings)
+    sampling = None
+    if mode == "sampled":
+        sampling = {"samples": tally.events.get("sample", 0),
+                    "sample_bytes": tally.weight_gcd}
+    elif tally.sampled:
+        warnings.append("both sdt_rt:alloc and sdt_rt:sample were recorded: "
+                        "reporting the exact stream, ignoring %d samples"
+                        % tally.events.get("sample", 0))
     if tally.no_callchain:
         warnings.append("%d allocations have no call chain: record with "
                         "--call-graph dwarf" % tally.no_callchain)
     if result.truncated:
         warnings.append("%d allocations have stacks cut short (not reaching "
                         "main/_start): raise --stack-size" % result.truncated)
+    for dso in stale_binaries(tally.dsos(), data) if data else ():
+        warnings.append("%s changed after the recording: its frames may be "
+                        "wrong; record again" % dso)
+    if tally.filtered:
+        warnings.append("%d allocations under --min-size %d not counted"
+                        % (tally.filtered, opts.min_size))
     if tally.malformed:
         warnings.append("%d rt events could not be decoded (missing probe "
                         "arguments?)" % tally.malformed)
     filters = {"tag": opts.tag, "min_size": opts.min_size,
                "depth": opts.depth, "top": opts.top, "skip": opts.skip}
-    return Report("exact", result, dict(tally.events), tally.malformed, lost,
-                  lost_reason, tuple(tally.frees), filters, warnings)
+    return Report(mode, result, dict(tally.events), tally.malformed, lost,
+                  lost_reason, tuple(tally.frees), filters, warnings, sampling)
 
 
 def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
@@ -64,8 +81,11 @@ def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
         save("folded", opts.folded, folded.render_folded(report, opts.weight))
     if opts.svg:
         title = opts.title or "allocsites: %s by call stack" % opts.weight
-        sub = "%d allocations, %d bytes, lost: %s" % (
-            report.folded.count, report.folded.bytes, lost_text(report))
+        est = "~" if report.sampling else ""
+        sub = "%s%.0f allocations, %s%.0f bytes, lost: %s%s" % (
+            est, report.folded.count, est, report.folded.bytes,
+            lost_text(report), "; estimates from %d samples" %
+            report.sampling["samples"] if report.sampling else "")
         save("svg", opts.svg, svg.render_svg(folded.svg_stacks(report),
                                              opts.weight, title, sub))
     out.write(table.render_table(report, opts.top or 20))
@@ -73,16 +93,33 @@ def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
         out.write("%s: %s\n" % (kind, path))
     for w in report.warnings:
         err.write("allocsites: warning: %s\n" % w)
-    if is_lossy(report):
+    if report.lost is None:
+        err.write("allocsites: warning: lost events: %s; the profile may be "
+                  "incomplete\n" % lost_text(report))
+    elif is_lossy(report):
         err.write("allocsites: warning: lost events: %s; counts and bytes are "
                   "lower bounds\n" % lost_text(report))
     return written
 
 
-def lost_for(path_hint=None):
-    """(lost, reason) for the perf.data this process reads."""
-    argv = perfrun.perf_argv()
-    path = path_hint or perfrun.input_path(argv)
-    if not os.path.isabs(path) and path != "-":
-        path = os.path.abspath(path)
-    return perfrun.count_lost(path)
+def data_path():
+    """The perf.data this process (perf script) reads, absolute, or '-'."""
+    path = perfrun.input_path(perfrun.perf_argv())
+    return path if path == "-" else os.path.abspath(path)
+
+
+def stale_binaries(dsos, data):
+    """DSOs modified after the recording was written: their addresses no
+    longer match the file, so their lines would be wrong."""
+    try:
+        recorded = os.path.getmtime(data)
+    except OSError:
+        return []
+    stale = []
+    for dso in sorted(dsos):
+        try:
+            if os.path.getmtime(dso) > recorded:
+                stale.append(dso)
+        except OSError:
+            pass
+    return stale

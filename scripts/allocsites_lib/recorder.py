@@ -14,16 +14,26 @@ import subprocess
 from . import elf
 
 TRACEFS = "/sys/kernel/tracing"
-PROBE_EVENTS = ("alloc", "free")
+PROBE_EVENTS = ("alloc", "free", "sample")
 PERF_MAGIC = b"PERFILE2"
 
-# Recording options. -z (zstd) shrinks the copied user stacks ~300:1 and is
-# what keeps the writer up with a burst. The ring buffers absorb bursts
-# while perf's writer is starved of CPU (the program's threads compete
-# with it): 1 GiB in all, at most 256 MiB and at least 64 MiB per CPU.
-# Frees carry no call graph: the report does not attribute them, and their
-# stack copies would double the data. bench/burst.sh measures the loss.
-DEFAULT_STACK_SIZE = 4096
+# Recording options.
+#  - No -z: perf 6.1's zstd mode drops samples SILENTLY (neither SAMPLE nor
+#    LOST in perf report --stats): 2 in 10 recordings of a 9322-event test
+#    program lost its last events, and with 4 MiB rings every recording
+#    lost up to 40% (docs/design.md, "perf -z loses samples"). Uncompressed
+#    data is large (about stack size + 200 bytes per allocation) but every
+#    drop is counted.
+#  - 2048 bytes of user stack per sample: the burst of bench/exact_burst.py
+#    (1.5M alloc+free events, 12 frames) loses nothing at 2048 and ~10% at
+#    4096 on the 2-core reference machine; deeper stacks are cut short,
+#    which the report detects and states (raise --stack-size).
+#  - The ring buffers absorb bursts while perf's writer is starved of CPU
+#    (the program's threads compete with it): 1 GiB in all, at most 256 MiB
+#    and at least 64 MiB per CPU.
+#  - Frees carry no call graph: the report does not attribute them, and
+#    their stack copies would double the data.
+DEFAULT_STACK_SIZE = 2048
 RING_BUDGET = 1 << 30
 RING_MIN, RING_MAX = 64 << 20, 256 << 20
 
@@ -222,7 +232,7 @@ class ProbeEvents:
 
 
 def record_command(perf, output, alloc_events, free_events, stack_size, argv):
-    cmd = [perf, "record", "-o", output, "-z", "-m", str(mmap_pages()),
+    cmd = [perf, "record", "-o", output, "-m", str(mmap_pages()),
            "--call-graph", "dwarf,%d" % stack_size]
     for name in alloc_events:
         cmd += ["-e", name]

@@ -8,7 +8,7 @@ import collections
 import os
 
 Report = collections.namedtuple("Report", [
-    "mode",        # "exact"
+    "mode",        # "exact" or "sampled" (counts and bytes are estimates)
     "folded",      # fold.Folded
     "events",      # {"alloc": n, "free": n, ...} events perf delivered
     "malformed",   # rt events whose arguments could not be read
@@ -17,7 +17,8 @@ Report = collections.namedtuple("Report", [
     "frees",       # (count, bytes) of free events
     "filters",     # {"tag": [...], "min_size": n, ...} as given
     "warnings",    # [str]
-])
+    "sampling",    # None (exact), or {"samples": n, "sample_bytes": R}
+], defaults=(None,))
 
 
 def lost_text(report):

@@ -8,15 +8,17 @@ from .report import human_bytes, is_lossy, location, lost_text, share
 def render_table(report, top=20, cwd=None):
     folded = report.folded
     cwd = cwd if cwd is not None else os.getcwd()
+    # Sampled estimates are rounded and marked with "~".
+    est = "~" if report.sampling else ""
     rows = []
     for rank, site in enumerate(folded.sites[:top], 1):
-        tags = ",".join("%s:%s" % (t, human_bytes(b)) for t, b in sorted(
+        tags = ",".join("%s:%s%s" % (t, est, human_bytes(b)) for t, b in sorted(
             site.tag_bytes.items(), key=lambda kv: (-kv[1], kv[0])))
-        rows.append((str(rank), str(site.bytes), "%.1f%%" % share(
-            site.bytes, folded.bytes), str(site.count),
+        rows.append((str(rank), "%s%.0f" % (est, site.bytes), "%.1f%%" % share(
+            site.bytes, folded.bytes), "%s%.0f" % (est, site.count),
             "%.1f" % (site.bytes / site.count if site.count else 0),
             "%s %s" % (site.frame.function, location(site.frame, cwd)), tags))
-    header = ("#", "bytes", "share", "count", "avg", "site", "tags")
+    header = ("#", est + "bytes", "share", est + "count", "avg", "site", "tags")
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(5)]
     lines = []
 
@@ -29,14 +31,25 @@ def render_table(report, top=20, cwd=None):
         emit(row)
     shown = len(rows)
     more = len(folded.sites) - shown
-    lines.append("total: %d bytes (%s) in %d allocations at %d sites%s" % (
-        folded.bytes, human_bytes(folded.bytes), folded.count,
-        len(folded.sites), (", %d not shown" % more) if more > 0 else ""))
+    lines.append("total: %s%.0f bytes (%s) in %s%.0f allocations at %d sites%s"
+                 % (est, folded.bytes, human_bytes(folded.bytes), est,
+                    folded.count, len(folded.sites),
+                    (", %d not shown" % more) if more > 0 else ""))
     ev = report.events
     frees = ("%d free" % ev["free"]) if ev.get("free") else "frees not recorded"
-    lines.append("events: %d alloc, %s; lost: %s%s" % (
-        ev.get("alloc", 0), frees, lost_text(report),
+    if report.sampling:
+        lines.append("estimates from %d samples, one per ~%s allocated "
+                     "(docs/sampling.md)" % (report.sampling["samples"],
+                                             human_bytes(report.sampling[
+                                                 "sample_bytes"])))
+        recorded = "%d sample" % ev.get("sample", 0)
+    else:
+        recorded = "%d alloc" % ev.get("alloc", 0)
+    lines.append("events: %s, %s; lost: %s%s" % (
+        recorded, frees, lost_text(report),
         (", malformed: %d" % report.malformed) if report.malformed else ""))
-    if is_lossy(report):
+    if report.lost is None:
+        lines.append("WARNING: loss unknown: this profile may be incomplete")
+    elif is_lossy(report):
         lines.append("WARNING: this profile is incomplete: events were lost")
     return "\n".join(lines) + "\n"

@@ -71,6 +71,7 @@ def report_sites(report):
 
 
 class ProfileTest(unittest.TestCase):
+    maxDiff = None
     """Base: a temp dir per test, and a check that no probe events stay."""
 
     def setUp(self):

@@ -46,7 +46,7 @@ class ExactProfiles(ProfileTest):
         depths = sorted(sum(f["function"] == "nest" for f in s["frames"])
                         for s in nest)
         self.assertEqual(depths, list(range(1, 22)))
-        self.assertEqual(report["truncated_stacks"], 0)
+        self.assertEqual(report["truncated_allocations"], 0)
 
     def test_two_threads_allocating_at_once(self):
         report, truth, _, _ = self.profile(program("t_threads"), ["8000"])

@@ -107,6 +107,11 @@ class StapsdtSyntheticTest(unittest.TestCase):
         self.assertEqual(elf.stapsdt_probes(FakeElf()), [])
 
 
+def alloc_probes(image):
+    """The rt:alloc notes (RT_ALLOC also emits an rt:sample note)."""
+    return [p for p in elf.stapsdt_probes(image) if p[1] == "alloc"]
+
+
 class ToLinkAddressSyntheticTest(unittest.TestCase):
     SEGS = [(0, 0x400000, 0x528), (0x1000, 0x401000, 0x1d1), (0x2df8, 0x403df8, 0x230)]
 
@@ -211,33 +216,34 @@ class RealElfTest(unittest.TestCase):
         self.assertIsNone(elf.build_id(elf.open_elf(self.plain.path)))
 
     def test_stapsdt_probes_match_readelf(self):
+        # RT_ALLOC emits two notes: rt:alloc and rt:sample.
+        note_re = re.compile(r"Provider: (\S+)\s+Name: (\S+)\s+Location: "
+                             r"(0x[0-9a-f]+), Base: 0x[0-9a-f]+, Semaphore: "
+                             r"(0x[0-9a-f]+)\s+Arguments: ([^\n]*)")
         for prog in (self.pie, self.exe, self.lib):
             with self.subTest(prog=prog.path):
-                text = self.readelf_notes(prog)
-                m = re.search(r"Provider: (\S+)\s+Name: (\S+)\s+Location: (0x[0-9a-f]+), "
-                              r"Base: 0x[0-9a-f]+, Semaphore: (0x[0-9a-f]+)\s+"
-                              r"Arguments: ([^\n]*)", text)
-                self.assertIsNotNone(m, text)
                 expected = [(m.group(1), m.group(2), int(m.group(3), 16),
-                             int(m.group(4), 16), m.group(5).strip())]
+                             int(m.group(4), 16), m.group(5).strip())
+                            for m in note_re.finditer(self.readelf_notes(prog))]
                 probes = elf.stapsdt_probes(elf.open_elf(prog.path))
                 self.assertEqual(probes, expected)
-                self.assertEqual(probes[0][:2], ("rt", "alloc"))
+                self.assertEqual(sorted(p[:2] for p in probes),
+                                 [("rt", "alloc"), ("rt", "sample")])
 
     def test_probe_arguments_are_registers(self):
-        [(_, _, _, _, args)] = elf.stapsdt_probes(elf.open_elf(self.pie.path))
+        [(_, _, _, _, args)] = alloc_probes(elf.open_elf(self.pie.path))
         operands = args.split()
         self.assertEqual([o.split("@")[0] for o in operands], ["8", "8", "4"])
         for operand in operands:
             self.assertRegex(operand, r"^-?\d+@%[a-z0-9]+$")
 
     def test_semaphore_is_rt_alloc_semaphore(self):
-        [(_, _, _, sem, _)] = elf.stapsdt_probes(elf.open_elf(self.exe.path))
+        [(_, _, _, sem, _)] = alloc_probes(elf.open_elf(self.exe.path))
         self.assertEqual(sem, self.exe.symbols()["rt_alloc_semaphore"][0])
 
     def test_probe_pc_is_the_rt_alloc_line(self):
         prog = self.pie
-        [(_, _, pc, _, _)] = elf.stapsdt_probes(elf.open_elf(prog.path))
+        [(_, _, pc, _, _)] = alloc_probes(elf.open_elf(prog.path))
         start, size = prog.symbols()["rt_alloc"]
         self.assertTrue(start <= pc < start + size)
         chain = run_addr2line(prog.path, [pc])[pc]

@@ -23,8 +23,14 @@ class NumbersTest(unittest.TestCase):
         self.assertEqual((o.min_size, o.depth, o.top), (4096, 3, 5))
 
     def test_hex_and_zero(self):
-        o = options.parse(["--min-size", "0x100", "--top", "0"])
-        self.assertEqual((o.min_size, o.top), (256, 0))
+        o = options.parse(["--min-size", "0x100", "--depth", "0"])
+        self.assertEqual((o.min_size, o.depth), (256, 0))
+
+    def test_top_zero_rejected(self):
+        # --top 0 would silently mean "the default": refuse it.
+        with self.assertRaises(UsageError) as cm:
+            options.parse(["--top", "0"])
+        self.assertIn("must be at least 1", str(cm.exception))
 
     def test_negative_rejected(self):
         for argv in (["--min-size=-1"], ["--min-size", "-1"], ["--depth=-2"], ["--top=-3"]):

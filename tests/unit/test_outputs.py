@@ -79,7 +79,7 @@ class TableTest(unittest.TestCase):
         lines = table.render_table(make_report(lost=None, reason="input is a pipe"),
                                    cwd="/src").splitlines()
         self.assertEqual(lines[-2:], ["events: 8 alloc, 6 free; lost: unknown (input is a pipe)",
-                                      "WARNING: this profile is incomplete: events were lost"])
+                                      "WARNING: loss unknown: this profile may be incomplete"])
 
     def test_malformed_shown_and_warns(self):
         lines = table.render_table(make_report(malformed=4), cwd="/src").splitlines()
@@ -116,11 +116,13 @@ class JsonTest(unittest.TestCase):
         self.assertEqual(doc, {
             "version": 1,
             "mode": "exact",
+            "samples": None,
+            "sample_bytes": None,
             "lost": 157844,
             "lost_reason": None,
-            "events": {"alloc": 8, "free": 6, "malformed": 0},
+            "events": {"alloc": 8, "free": 6, "sample": 0, "malformed": 0},
             "totals": {"count": 8, "bytes": 4096, "frees": 6, "freed_bytes": 600},
-            "truncated_stacks": 0,
+            "truncated_allocations": 0,
             "filters": FILTERS,
             "warnings": [],
             "sites": [
@@ -191,7 +193,9 @@ class JsonTest(unittest.TestCase):
     def test_empty(self):
         doc = json.loads(jsonout.render_json(empty_report()))
         self.assertEqual((doc["sites"], doc["stacks"], doc["totals"]["count"],
-                          doc["events"]), ([], [], 0, {"malformed": 0}))
+                          doc["events"]), ([], [], 0, {"alloc": 0, "free": 0,
+                                                       "sample": 0,
+                                                       "malformed": 0}))
 
 
 class FoldedTest(unittest.TestCase):

@@ -188,8 +188,9 @@ class WriteOutputsTest(unittest.TestCase):
                          [("parse_expr", "/src/parser.c", 120, 3, 250, {"ast": 200, "lib_nine": 50}),
                           ("lex", "/src/lexer.c", 40, 4, 40, {"tokens": 40}),
                           ("[no caller]", "", 0, 1, 8, {"tokens": 8})])
-        self.assertEqual(doc["truncated_stacks"], 4)
-        self.assertEqual(doc["events"], {"alloc": 8, "free": 2, "malformed": 1})
+        self.assertEqual(doc["truncated_allocations"], 4)
+        self.assertEqual(doc["events"], {"alloc": 8, "free": 2, "sample": 0,
+                                         "malformed": 1})
 
     def test_folded_file(self):
         self.run_outputs(self.all_files())
@@ -241,9 +242,9 @@ class WriteOutputsTest(unittest.TestCase):
     def test_unknown_loss_on_err_and_table(self):
         _, _, out, err = self.run_outputs([], lost=None, reason="input is a pipe")
         self.assertTrue(err.endswith("allocsites: warning: lost events: unknown (input is a "
-                                     "pipe); counts and bytes are lower bounds\n"))
+                                     "pipe); the profile may be incomplete\n"))
         self.assertIn("lost: unknown (input is a pipe)", out)
-        self.assertIn("WARNING: this profile is incomplete", out)
+        self.assertIn("WARNING: loss unknown: this profile may be incomplete", out)
 
     def test_table_only(self):
         report, written, out, _ = self.run_outputs([])
@@ -269,15 +270,24 @@ class WriteOutputsTest(unittest.TestCase):
         self.assertIn("total: 4 bytes (4 B) in 1 allocations at 1 sites\n", out.getvalue())
 
 
-class LostForTest(unittest.TestCase):
-    def test_pipe(self):
-        self.assertEqual(pipeline.lost_for("-"),
-                         (None, "input is a pipe; run perf report --stats on a file"))
+class StaleBinariesTest(unittest.TestCase):
+    """A DSO modified after the recording is named (its lines would lie)."""
 
-    def test_relative_missing_made_absolute(self):
-        lost, reason = pipeline.lost_for("no/such/dir/perf.data")
-        self.assertIsNone(lost)
-        self.assertEqual(reason, "%s not found" % os.path.abspath("no/such/dir/perf.data"))
+    def test_only_newer_files_are_stale(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = {n: os.path.join(tmp, n) for n in ("data", "old", "new")}
+            for p in paths.values():
+                open(p, "w").close()
+            os.utime(paths["old"], (1000, 1000))
+            os.utime(paths["data"], (2000, 2000))
+            os.utime(paths["new"], (3000, 3000))
+            missing = os.path.join(tmp, "gone")
+            self.assertEqual(pipeline.stale_binaries(
+                [paths["old"], paths["new"], missing], paths["data"]),
+                [paths["new"]])
+
+    def test_missing_data_file_names_nothing(self):
+        self.assertEqual(pipeline.stale_binaries(["/bin/sh"], "/no/such.data"), [])
 
 
 class RealBinaryPipelineTest(unittest.TestCase):
@@ -299,7 +309,8 @@ class RealBinaryPipelineTest(unittest.TestCase):
     def tally(self, prog, to_perf_address):
         """Stacks as perf would deliver them: probe pc, call instructions."""
         image = elfmod.open_elf(prog.path)
-        [(_, _, pc, _, _)] = elfmod.stapsdt_probes(image)
+        [(_, _, pc, _, _)] = [p for p in elfmod.stapsdt_probes(image)
+                              if p[1] == "alloc"]
         syms = prog.symbols()
 
         def frame(addr, name):
@@ -342,7 +353,7 @@ class RealBinaryPipelineTest(unittest.TestCase):
                           for s in doc["sites"]],
                          [("helper", prog.src, helper, 3, 300, {"tokens": 300}),
                           ("direct", prog.src, direct, 3, 101, {"ast": 100, "max": 1})])
-        self.assertEqual(doc["truncated_stacks"], 0)
+        self.assertEqual(doc["truncated_allocations"], 0)
         self.assertEqual(doc["warnings"],
                          ["cannot read %s: frames shown as function+offset" % GONE])
         self.assertEqual(doc["stacks"][0]["frames"][0]["inlined"], True)
