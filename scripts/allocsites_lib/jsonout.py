@@ -47,7 +47,8 @@ def report_dict(report, top=None):
         "lost_reason": report.lost_reason,
         "events": dict(sorted(dict({"alloc": 0, "free": 0, "sample": 0},
                                    **report.events).items()),
-                       malformed=report.malformed),
+                       malformed=report.malformed,
+                       duplicates=report.duplicates),
         # frees: null when rt:free was not recorded (allocsites record
         # --frees), rather than a misleading 0.
         "totals": {"count": folded.count, "bytes": folded.bytes,

@@ -27,8 +27,10 @@ import collections
 import re
 
 # kind: "alloc" | "free" | "sample"; frames: tuple of RawFrame, leaf first.
+# time: the sample's timestamp in ns (None if perf gave none).
 Event = collections.namedtuple(
-    "Event", "kind pid tid size tag weight frames ptr")
+    "Event", "kind pid tid size tag weight frames ptr time",
+    defaults=(None,))
 
 # A frame before symbolization. addr: perf's address of the instruction in
 # the DSO (sym.start + sym_off), or None when perf had no symbol; then ip
@@ -109,10 +111,12 @@ def event_from_perf(event_name, fields, sample, perf_inlines=False):
     ptr = _uint(fields.get("arg1"), 64)
     pid = tid = fields.get("common_pid")
     callchain = fields.get("common_callchain")
+    time = None
     if isinstance(sample, dict):
         callchain = sample.get("callchain", callchain)
         s = sample.get("sample")
         if isinstance(s, dict):
             pid, tid = s.get("pid", pid), s.get("tid", tid)
+            time = s.get("time") if isinstance(s.get("time"), int) else None
     return Event(kind, pid, tid, size, tag, weight,
-                 raw_frames(callchain, perf_inlines), ptr)
+                 raw_frames(callchain, perf_inlines), ptr, time)

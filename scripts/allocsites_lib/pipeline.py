@@ -51,6 +51,10 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None):
     for dso in stale_binaries(tally.dsos(), data) if data else ():
         warnings.append("%s changed after the recording: its frames may be "
                         "wrong; record again" % dso)
+    if tally.duplicates:
+        warnings.append("%d duplicated sample records dropped (same thread "
+                        "and nanosecond: written twice by perf)"
+                        % tally.duplicates)
     if tally.filtered:
         warnings.append("%d allocations under --min-size %d not counted"
                         % (tally.filtered, opts.min_size))
@@ -60,7 +64,8 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None):
     filters = {"tag": opts.tag, "min_size": opts.min_size,
                "depth": opts.depth, "top": opts.top, "skip": opts.skip}
     return Report(mode, result, dict(tally.events), tally.malformed, lost,
-                  lost_reason, tuple(tally.frees), filters, warnings, sampling)
+                  lost_reason, tuple(tally.frees), filters, warnings, sampling,
+                  tally.duplicates)
 
 
 def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):

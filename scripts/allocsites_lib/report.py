@@ -18,7 +18,8 @@ Report = collections.namedtuple("Report", [
     "filters",     # {"tag": [...], "min_size": n, ...} as given
     "warnings",    # [str]
     "sampling",    # None (exact), or {"samples": n, "sample_bytes": R}
-], defaults=(None,))
+    "duplicates",  # sample records perf wrote twice, dropped
+], defaults=(None, 0))
 
 
 def lost_text(report):

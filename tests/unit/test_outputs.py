@@ -120,7 +120,8 @@ class JsonTest(unittest.TestCase):
             "sample_bytes": None,
             "lost": 157844,
             "lost_reason": None,
-            "events": {"alloc": 8, "free": 6, "sample": 0, "malformed": 0},
+            "events": {"alloc": 8, "free": 6, "sample": 0, "malformed": 0,
+                       "duplicates": 0},
             "totals": {"count": 8, "bytes": 4096, "frees": 6, "freed_bytes": 600},
             "truncated_allocations": 0,
             "filters": FILTERS,
@@ -195,7 +196,8 @@ class JsonTest(unittest.TestCase):
         self.assertEqual((doc["sites"], doc["stacks"], doc["totals"]["count"],
                           doc["events"]), ([], [], 0, {"alloc": 0, "free": 0,
                                                        "sample": 0,
-                                                       "malformed": 0}))
+                                                       "malformed": 0,
+                                                       "duplicates": 0}))
 
 
 class FoldedTest(unittest.TestCase):

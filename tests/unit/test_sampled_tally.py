@@ -1,0 +1,90 @@
+"""Tally: sampled estimates, the mode choice, and dropping the sample
+records perf writes twice. No perf needed."""
+import os, sys, unittest
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+
+import math
+
+from allocsites_lib import fold
+from allocsites_lib.parse import Event
+from fixtures import alloc, raw
+
+STACK = (raw(0x10, "rt_alloc"), raw(0x20, "main"))
+
+
+def sample(size, weight, tag=0, tid=1, time=None, frames=STACK):
+    return Event("sample", 1, tid, size, tag, weight, frames, 0x1000, time)
+
+
+def timed_alloc(size, tid, time):
+    return Event("alloc", 1, tid, size, 0, None, STACK, 0x1000, time)
+
+
+class SampledTally(unittest.TestCase):
+
+    def test_estimates_are_sums_of_weight_and_weight_over_size(self):
+        t = fold.Tally()
+        t.add(sample(64, 65536))          # k = 1 at R = 64 KiB
+        t.add(sample(200000, 3 * 65536))  # k = 3: one big block, 3 points
+        (entry,) = t.sampled.values()
+        self.assertEqual(entry[1], 4 * 65536)
+        self.assertAlmostEqual(entry[0], 65536 / 64 + 3 * 65536 / 200000)
+        self.assertAlmostEqual(entry[2], 65536 / 64 ** 2 +
+                               3 * 65536 / 200000 ** 2)
+        self.assertEqual(entry[3], 2)
+        self.assertEqual(t.weight_gcd, 65536)
+        self.assertEqual(t.mode(), "sampled")
+
+    def test_gcd_recovers_r_from_multiples(self):
+        t = fold.Tally()
+        for k in (3, 5, 1, 2):
+            t.add(sample(100, k * 4096))
+        self.assertEqual(t.weight_gcd, 4096)
+
+    def test_exact_wins_when_both_streams_recorded(self):
+        t = fold.Tally()
+        t.add(alloc(STACK, 10))
+        t.add(sample(10, 4096))
+        self.assertEqual(t.mode(), "exact")
+
+    def test_zero_size_or_weight_is_not_counted(self):
+        t = fold.Tally()
+        t.add(sample(0, 4096))
+        t.add(sample(10, 0))
+        self.assertEqual(dict(t.sampled), {})
+
+    def test_site_errors_follow_the_model(self):
+        site = fold.Site(None)
+        site.bytes = 1 << 20
+        site.weight_by_size2 = 7.5
+        b, c = site.errors(4096)
+        self.assertAlmostEqual(b, math.sqrt(4096 * (1 << 20)))
+        self.assertAlmostEqual(c, math.sqrt(4096 * 7.5))
+
+
+class DuplicateRecords(unittest.TestCase):
+
+    def test_same_thread_same_nanosecond_is_dropped_once(self):
+        t = fold.Tally()
+        for ev in (timed_alloc(8, 1, 100), timed_alloc(8, 1, 100),
+                   timed_alloc(9, 1, 101)):
+            t.add(ev)
+        self.assertEqual((t.duplicates, t.events["alloc"]), (1, 2))
+        self.assertEqual(sum(e[0] for e in t.stacks.values()), 2)
+        self.assertEqual(sum(e[1] for e in t.stacks.values()), 17)
+
+    def test_other_thread_same_nanosecond_is_kept(self):
+        t = fold.Tally()
+        t.add(timed_alloc(8, 1, 100))
+        t.add(timed_alloc(8, 2, 100))
+        self.assertEqual((t.duplicates, t.events["alloc"]), (0, 2))
+
+    def test_events_without_time_are_never_dropped(self):
+        t = fold.Tally()
+        t.add(timed_alloc(8, 1, None))
+        t.add(timed_alloc(8, 1, None))
+        self.assertEqual((t.duplicates, t.events["alloc"]), (0, 2))
+
+
+if __name__ == "__main__":
+    unittest.main()
