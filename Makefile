@@ -29,9 +29,9 @@ check: deps
 	@$(MAKE) --no-print-directory all
 	BUILD=$(abspath $(BUILD)) $(PYTHON) tests/run.py
 
-# Unit tests only: no perf, no root.
-unit:
-	$(PYTHON) tests/run.py tests/unit
+# Unit tests only: no perf, no root (builds the examples they run).
+unit: all
+	BUILD=$(abspath $(BUILD)) $(PYTHON) tests/run.py tests/unit
 
 clean:
 	rm -rf $(BUILD)
@@ -39,3 +39,4 @@ clean:
 # Figures for docs (not part of check): run as root on an idle machine.
 bench: deps all
 	$(PYTHON) bench/exact_burst.py
+	$(PYTHON) bench/sampled_overhead.py

@@ -1,0 +1,59 @@
+#!/usr/bin/python3
+"""Instructions the probes add per allocation when nothing records.
+
+  bench/offcost_callgrind.py [--pairs N]
+
+Counts instructions (valgrind --tool=callgrind: repeatable, unlike wall
+time on a VM) of bench/burst running N rt_alloc+rt_free pairs, built with
+and without the probes, and divides the difference by the number of probe
+events (2 per pair: rt:alloc and rt:free). The difference includes what
+the probes change around them (registers kept alive for the arguments, a
+tail call the compiler can no longer make), not only the semaphore test.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from sampled_overhead import build  # noqa: E402
+
+
+def instructions(prog, pairs):
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=" +
+             os.path.join(tmp, "cg.out"), prog, str(pairs)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True)
+    m = re.search(r"Collected : (\d+)", proc.stderr)
+    if proc.returncode != 0 or not m:
+        raise SystemExit("bench: callgrind failed:\n" + proc.stderr)
+    return int(m.group(1))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pairs", type=int, default=1000000)
+    args = ap.parse_args()
+    burst = [os.path.join(HERE, "burst.c")]
+    on = build("burst", burst)
+    off = build("burst-noprobes", burst, "-DRT_PROBES_DISABLE")
+    n_on, n_off = instructions(on, args.pairs), instructions(off, args.pairs)
+    events = 2 * args.pairs
+    print("bench/burst %d pairs (%d probe events), gcc -O2, callgrind:"
+          % (args.pairs, events))
+    print()
+    print("| build | instructions | per probe event |")
+    print("|---|---|---|")
+    print("| -DRT_PROBES_DISABLE | %d | - |" % n_off)
+    print("| probes compiled in, not recorded | %d | %+.2f |"
+          % (n_on, (n_on - n_off) / events))
+
+
+if __name__ == "__main__":
+    main()
