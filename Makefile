@@ -40,3 +40,4 @@ clean:
 bench: deps all
 	$(PYTHON) bench/exact_burst.py
 	$(PYTHON) bench/sampled_overhead.py
+	$(PYTHON) bench/offcost_callgrind.py

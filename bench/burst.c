@@ -13,6 +13,11 @@
 #include <time.h>
 
 #include "rt_alloc.h"
+#ifdef BENCH_RAISE_SAMPLE_SEMAPHORE
+/* For bench/offcost_callgrind.py: run the sampler with nothing attached
+ * (the probe's nop executes, no trap), to count its instructions. */
+#include "rt_probes.h"
+#endif
 
 static long pairs;
 static unsigned long long total_bytes;
@@ -45,6 +50,9 @@ int main(int argc, char **argv)
     int depth = argc > 2 ? atoi(argv[2]) : 12;
     pairs = argc > 1 ? atol(argv[1]) : 750000;
     struct timespec t0, t1;
+#ifdef BENCH_RAISE_SAMPLE_SEMAPHORE
+    rt_sample_semaphore = 1;
+#endif
     clock_gettime(CLOCK_MONOTONIC, &t0);
     /* main, descend x (depth - 2), storm: depth frames in all. */
     descend(depth > 2 ? depth - 2 : 1);

@@ -6,7 +6,11 @@
 Counts instructions (valgrind --tool=callgrind: repeatable, unlike wall
 time on a VM) of bench/burst running N rt_alloc+rt_free pairs, built with
 and without the probes, and divides the difference by the number of probe
-events (2 per pair: rt:alloc and rt:free). The difference includes what
+events (2 per pair: rt:alloc and rt:free). Then counts the sampled path
+with rt:sample's semaphore raised by the program (bench/burst built with
+-DBENCH_RAISE_SAMPLE_SEMAPHORE): the countdown and the draws, without the
+kernel trap a recorded sample adds (bench/exact_burst.py measures that).
+The difference includes what
 the probes change around them (registers kept alive for the arguments, a
 tail call the compiler can no longer make), not only the semaphore test.
 """
@@ -23,13 +27,13 @@ sys.path.insert(0, HERE)
 from sampled_overhead import build  # noqa: E402
 
 
-def instructions(prog, pairs):
+def instructions(prog, pairs, env=None):
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.run(
             ["valgrind", "--tool=callgrind", "--callgrind-out-file=" +
              os.path.join(tmp, "cg.out"), prog, str(pairs)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            universal_newlines=True)
+            universal_newlines=True, env=dict(os.environ, **(env or {})))
     m = re.search(r"Collected : (\d+)", proc.stderr)
     if proc.returncode != 0 or not m:
         raise SystemExit("bench: callgrind failed:\n" + proc.stderr)
@@ -43,7 +47,11 @@ def main():
     burst = [os.path.join(HERE, "burst.c")]
     on = build("burst", burst)
     off = build("burst-noprobes", burst, "-DRT_PROBES_DISABLE")
+    sampling = build("burst-sampling", burst, "-DBENCH_RAISE_SAMPLE_SEMAPHORE")
     n_on, n_off = instructions(on, args.pairs), instructions(off, args.pairs)
+    n_sampling = {r: instructions(sampling, args.pairs,
+                                  {"RT_SAMPLE_BYTES": r, "RT_SAMPLE_SEED": "1"})
+                  for r in ("512k", "64k")}
     events = 2 * args.pairs
     print("bench/burst %d pairs (%d probe events), gcc -O2, callgrind:"
           % (args.pairs, events))
@@ -53,6 +61,14 @@ def main():
     print("| -DRT_PROBES_DISABLE | %d | - |" % n_off)
     print("| probes compiled in, not recorded | %d | %+.2f |"
           % (n_on, (n_on - n_off) / events))
+    print()
+    print("The sampled path, rt:sample's semaphore raised by the program itself "
+          "(the probe is a nop: no trap, no perf), per allocation:")
+    print()
+    print("| RT_SAMPLE_BYTES | instructions | per allocation vs -DRT_PROBES_DISABLE |")
+    print("|---|---|---|")
+    for r, n in n_sampling.items():
+        print("| %s | %d | %+.2f |" % (r, n, (n - n_off) / args.pairs))
 
 
 if __name__ == "__main__":

@@ -132,33 +132,29 @@ __asm__(".pushsection .probes,\"awG\",@progbits,rt_probes_semaphores,comdat\n"
         ".2byte 0\n"
         ".popsection\n");
 
-/* rt__on(sem): is the semaphore raised? On x86-64 an asm goto makes the
- * test exactly two instructions, `cmpw $0, sem(%rip); jne`, where plain C
- * gives three (GCC loads a volatile short into a register first). The
- * enabled path is marked cold so it is laid out of line. */
+/* rt__on(sem), rt__on32(sems): is the semaphore (any of the two) raised?
+ * On x86-64 an asm goto makes the test exactly two instructions,
+ * `cmpw/cmpl $0, sem(%rip); jne`, where plain C gives three (GCC loads a
+ * volatile into a register first). The enabled path is marked cold so it
+ * is laid out of line. */
 #if defined(__x86_64__) && !defined(RT_PROBES_NO_ASM_GOTO)
-static inline __attribute__((always_inline)) int
-rt__on(volatile unsigned short *sem)
-{
-    __asm__ goto("cmpw $0, %0\n\tjne %l1" : : "m"(*sem) : "cc" : on);
-    return 0;
-on:
-#if !defined(__clang__)
-    __attribute__((cold));
+#if defined(__clang__)
+#define RT__COLD_LABEL
+#else
+#define RT__COLD_LABEL __attribute__((cold));
 #endif
-    return 1;
-}
-static inline __attribute__((always_inline)) int
-rt__on32(volatile unsigned int *sems)
-{
-    __asm__ goto("cmpl $0, %0\n\tjne %l1" : : "m"(*sems) : "cc" : on);
-    return 0;
-on:
-#if !defined(__clang__)
-    __attribute__((cold));
-#endif
-    return 1;
-}
+#define RT__DEFINE_ON(name, type, cmp)                                        \
+    static inline __attribute__((always_inline)) int                          \
+    name(volatile type *sem)                                                  \
+    {                                                                         \
+        __asm__ goto(cmp " $0, %0\n\tjne %l1" : : "m"(*sem) : "cc" : on);     \
+        return 0;                                                             \
+    on:                                                                       \
+        RT__COLD_LABEL                                                        \
+        return 1;                                                             \
+    }
+RT__DEFINE_ON(rt__on, unsigned short, "cmpw")
+RT__DEFINE_ON(rt__on32, unsigned int, "cmpl")
 #else
 #define rt__on(sem) __builtin_expect(*(sem) != 0, 0)
 #define rt__on32(sems) __builtin_expect(*(sems) != 0, 0)

@@ -62,16 +62,23 @@ _LOST_RECORDS_RE = re.compile(r"^\s*LOST events:\s*(\d+)")
 _SAMPLES_RE = re.compile(r"^\s*SAMPLE events:\s*(\d+)")
 
 
-def event_samples(text):
-    """{event: samples recorded} from the per-event sections of
-    `perf report --stats` output."""
-    samples = {}
+def _stat_lines(text):
+    """(section, line) for each line of `perf report --stats` output;
+    section is "Aggregated", an event name, or None before the first."""
     section = None
     for line in text.splitlines():
         m = _SECTION_RE.match(line)
         if m:
             section = m.group(1)
-            continue
+        else:
+            yield section, line
+
+
+def event_samples(text):
+    """{event: samples recorded} from the per-event sections of
+    `perf report --stats` output."""
+    samples = {}
+    for section, line in _stat_lines(text):
         m = _SAMPLES_RE.match(line)
         if m and section and section != "Aggregated":
             samples[section] = samples.get(section, 0) + int(m.group(1))
@@ -95,12 +102,7 @@ def parse_stats(text, event_prefix="sdt_rt:"):
     PERF_RECORD_LOST records in the aggregate section (each says some
     samples were dropped, so lost == 0 with records > 0 is not clean)."""
     lost = records = 0
-    section = None
-    for line in text.splitlines():
-        m = _SECTION_RE.match(line)
-        if m:
-            section = m.group(1)
-            continue
+    for section, line in _stat_lines(text):
         m = _LOST_RE.match(line)
         if m and section and section.startswith(event_prefix):
             lost += int(m.group(1))
