@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 
 from . import elf
 
@@ -202,14 +203,24 @@ class ProbeEvents:
     """The uprobe events of one run: created by add(), all removed by
     remove(). perf names events globally; with -f a name already taken
     (by another binary, or by someone else's event) becomes alloc_1,
-    alloc_2..., so existing events are never replaced or deleted."""
+    alloc_2..., so existing events are never replaced or deleted.
+
+    perf probe reads SDT notes through perf's build-id cache (~/.debug),
+    keyed by build-id. Two identical binaries at two paths (a copy, or the
+    same sources built twice) share a build-id; once the cache maps it to
+    the first path, `perf probe -x second` fails with only "Failed to add
+    events". So each run gives perf probe a private cache, removed after."""
 
     def __init__(self, perf):
         self.perf = perf
         self.created = []          # event names, e.g. "sdt_rt:alloc_1"
+        self.cache = None          # private --buildid-dir
 
     def add(self, binary, probe):
-        proc = run([self.perf, "probe", "-f", "-x", binary, "sdt_rt:" + probe])
+        if self.cache is None:
+            self.cache = tempfile.mkdtemp(prefix="allocsites-buildid-")
+        proc = run([self.perf, "--buildid-dir", self.cache, "probe", "-f",
+                    "-x", binary, "sdt_rt:" + probe])
         text = output_text(proc)
         names = [m.group(1) for m in map(_ADDED_RE.match, text.splitlines())
                  if m]
@@ -228,6 +239,9 @@ class ProbeEvents:
             if proc.returncode != 0:
                 failed.append(name)
         self.created = []
+        if self.cache is not None:
+            shutil.rmtree(self.cache, ignore_errors=True)
+            self.cache = None
         return failed
 
 

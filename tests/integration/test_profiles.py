@@ -94,6 +94,18 @@ class ExactProfiles(ProfileTest):
             lines_seen.append(sorted(s["line"] for s in report["sites"]))
         self.assertEqual([l + 4 for l in lines_seen[0]], lines_seen[1])
 
+    def test_identical_binary_at_a_second_path(self):
+        # Same build-id at two paths: perf's build-id cache (~/.debug)
+        # maps the id to the first path, and perf probe on the second
+        # failed with only "Failed to add events" until the wrapper gave
+        # perf probe a private cache.
+        first = program("t_basic")
+        copy = os.path.join(self.tmp, "t_basic_copy")
+        shutil.copy2(first, copy)
+        for prog in (first, copy):
+            report, truth, _, _ = self.profile(prog, ["30"])
+            self.assertMatchesTruth(report, truth)
+
     def test_outputs_svg_folded_csv(self):
         out = {k: os.path.join(self.tmp, "out." + k)
                for k in ("svg", "folded", "csv")}
