@@ -19,12 +19,11 @@ PROBE_EVENTS = ("alloc", "free", "sample")
 PERF_MAGIC = b"PERFILE2"
 
 # Recording options.
-#  - No -z: perf 6.1's zstd mode drops samples SILENTLY (neither SAMPLE nor
-#    LOST in perf report --stats): 2 in 10 recordings of a 9322-event test
-#    program lost its last events, and with 4 MiB rings every recording
-#    lost up to 40% (docs/design.md, "perf -z loses samples"). Uncompressed
-#    data is large (about stack size + 200 bytes per allocation) but every
-#    drop is counted.
+#  - No -z: with perf 6.1's zstd mode, one recording of a 9322-event test
+#    program lacked its last 12 events while perf report --stats counted
+#    no loss (docs/design.md, "perf -z: one silent loss"; not reproduced
+#    since). Uncompressed data is large (about stack size + 200 bytes per
+#    allocation) but no silent loss has been seen without -z.
 #  - 2048 bytes of user stack per sample: the burst of bench/exact_burst.py
 #    (1.5M alloc+free events, 12 frames) loses nothing at 2048 and ~10% at
 #    4096 on the 2-core reference machine; deeper stacks are cut short,
