@@ -10,6 +10,7 @@
  * (elapsed_ns: excludes process and perf start-up, for overhead figures). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "rt_alloc.h"
@@ -50,6 +51,7 @@ int main(int argc, char **argv)
     int depth = argc > 2 ? atoi(argv[2]) : 12;
     pairs = argc > 1 ? atol(argv[1]) : 750000;
     struct timespec t0, t1;
+    struct rusage ru;
 #ifdef BENCH_RAISE_SAMPLE_SEMAPHORE
     rt_sample_semaphore = 1;
 #endif
@@ -57,9 +59,12 @@ int main(int argc, char **argv)
     /* main, descend x (depth - 2), storm: depth frames in all. */
     descend(depth > 2 ? depth - 2 : 1);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    printf("burst: allocations=%ld bytes=%llu depth=%d elapsed_ns=%lld\n",
-           pairs, total_bytes, depth,
+    getrusage(RUSAGE_SELF, &ru); /* cpu_ns: user + system time, traps too */
+    printf("burst: allocations=%ld bytes=%llu depth=%d elapsed_ns=%lld "
+           "cpu_ns=%lld\n", pairs, total_bytes, depth,
            (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL +
-               (t1.tv_nsec - t0.tv_nsec));
+               (t1.tv_nsec - t0.tv_nsec),
+           ((long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL +
+            ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL);
     return 0;
 }

@@ -9,8 +9,9 @@ nothing but allocate) as:
   - uninstrumented: built with -DRT_PROBES_DISABLE;
   - probes in, not recorded: the same source with the probes;
   - sampled at each rate: `allocsites record --sample RATE`.
-The time compared is the program's own measurement of its work
-(elapsed_ns), so perf's start-up and the writing of perf.data at exit are
+The times compared are the program's own measurements: the wall time of
+its work (elapsed_ns) and its CPU time, user + system, traps included
+(cpu_ns, from getrusage), so perf's start-up and the writing of perf.data at exit are
 excluded, as the issue asks. Median of --runs, min and max shown. Prints a
 Markdown table. Run as root on an otherwise idle machine.
 """
@@ -46,14 +47,14 @@ def build(name, sources, *flags):
 def elapsed(cmd):
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True)
-    m = re.search(r"elapsed_ns=(\d+)", proc.stdout)
+    m = re.search(r"elapsed_ns=(\d+) cpu_ns=(\d+)", proc.stdout)
     if proc.returncode != 0 or not m:
         raise SystemExit("bench: %s failed:\n%s%s" % (cmd, proc.stdout,
                                                       proc.stderr))
     lost = re.search(r"lost: (\S+)", proc.stderr)
     samples = re.search(r"recorded (\d+) sample", proc.stderr)
     return (int(m.group(1)) / 1e9, lost.group(1) if lost else "-",
-            int(samples.group(1)) if samples else None)
+            int(samples.group(1)) if samples else None, int(m.group(2)) / 1e9)
 
 
 MINICC = [os.path.join(ROOT, "examples", "minicc", n + ".c")
@@ -101,18 +102,23 @@ def main():
         print()
         print("workload: " + what)
         print()
-        print("| build / recording | time s, median (min-max) | vs "
+        cpu_base = statistics.median(r[3] for r in results[configs[0][0]])
+        print("| build / recording | wall s, median (min-max) | vs "
+              "uninstrumented | CPU s (user+sys), median (min-max) | vs "
               "uninstrumented | samples per run | lost |")
-        print("|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|")
         for name, _ in configs:
             times = [r[0] for r in results[name]]
+            cpus = [r[3] for r in results[name]]
             samples = [r[2] for r in results[name] if r[2] is not None]
-            med = statistics.median(times)
-            print("| %s | %.3f (%.3f-%.3f) | %+.1f%% | %s | %s |" % (
-                name, med, min(times), max(times),
-                100.0 * (med - base) / base,
-                ("%d" % statistics.median(samples)) if samples else "-",
-                ", ".join(sorted({r[1] for r in results[name]}))))
+            med, cmed = statistics.median(times), statistics.median(cpus)
+            print("| %s | %.3f (%.3f-%.3f) | %+.1f%% | %.3f (%.3f-%.3f) | "
+                  "%+.1f%% | %s | %s |" % (
+                      name, med, min(times), max(times),
+                      100.0 * (med - base) / base, cmed, min(cpus), max(cpus),
+                      100.0 * (cmed - cpu_base) / cpu_base,
+                      ("%d" % statistics.median(samples)) if samples else "-",
+                      ", ".join(sorted({r[1] for r in results[name]}))))
 
 
 if __name__ == "__main__":
