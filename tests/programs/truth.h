@@ -82,7 +82,7 @@ static void truth_write(void)
 {
     const char *path = getenv("TRUTH_FILE");
     FILE *f;
-    int i, j;
+    int i;
     if (!path || !(f = fopen(path, "w")))
         return;
     fputs("{\"argv\": [", f);
@@ -112,7 +112,6 @@ static void truth_write(void)
     }
     fputs("]}\n", f);
     fclose(f);
-    (void)j;
 }
 
 /* Call first in main. tag_name: tag -> name as RT_TAG_NAME gives it. */
