@@ -45,7 +45,7 @@ class Run:
     def finish(self):
         from allocsites_lib import pipeline
         from allocsites_lib.symbolize import Symbolizer
-        data = pipeline.data_path()
+        data = pipeline.data_path(self.perf_argv)
         lost, reason = perfrun.count_lost(data)
         report = pipeline.build_report(self.tally, self.opts, Symbolizer(),
                                        lost, reason, data)

@@ -236,20 +236,19 @@ def summarize(perf, output, out):
                   % (output, e))
         return
     samples = perfrun.event_samples(text)
-    lost, records = perfrun.parse_stats(text)
+    lost, unknown = perfrun.lost_from_stats(text)
     by_kind = {"alloc": 0, "free": 0, "sample": 0}
     for event, n in samples.items():
         kind = event.split(":", 1)[-1].split("_")[0]
         if kind in by_kind:
             by_kind[kind] += n
-    lost_text = str(lost) if lost or not records else \
-        "unknown (%d lost records)" % records
+    lost_text = str(lost) if unknown is None else "unknown (%s)" % unknown
     main = ("%d sample" % by_kind["sample"]) if by_kind["sample"] else \
         ("%d alloc" % by_kind["alloc"])
     out.write("allocsites: recorded %s%s events; lost: %s -> %s\n"
               % (main, (", %d free" % by_kind["free"])
                  if by_kind["free"] else "", lost_text, output))
-    if lost or records:
+    if lost or unknown:
         out.write("allocsites: warning: events were lost: the profile is "
                   "incomplete (see docs/design.md, Loss)\n")
 

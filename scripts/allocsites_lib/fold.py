@@ -95,13 +95,13 @@ class Tally:
     def entries(self, mode):
         return self.sampled if mode == "sampled" else self.stacks
 
+    def keys(self):
+        """Every (raw stack, tag) recorded, exact and sampled."""
+        return list(self.stacks) + list(self.sampled)
+
     def dsos(self):
         """Every DSO that appears in a recorded stack."""
-        seen = set()
-        for frames, _ in list(self.stacks) + list(self.sampled):
-            for raw in frames:
-                seen.add(raw.dso)
-        return seen
+        return {raw.dso for frames, _ in self.keys() for raw in frames}
 
 
 class Site:

@@ -35,6 +35,9 @@ def report_dict(report, top=None):
                "count": s.count, "bytes": s.bytes,
                "tags": dict(sorted(s.tags.items()))}
               for s in folded.stacks]
+    events = {"alloc": 0, "free": 0, "sample": 0}
+    events.update(report.events)
+    events.update(malformed=report.malformed, duplicates=report.duplicates)
     return {
         "version": VERSION,
         "mode": report.mode,
@@ -45,10 +48,7 @@ def report_dict(report, top=None):
         "sample_bytes": sampling["sample_bytes"] if sampling else None,
         "lost": report.lost,
         "lost_reason": report.lost_reason,
-        "events": dict(sorted(dict({"alloc": 0, "free": 0, "sample": 0},
-                                   **report.events).items()),
-                       malformed=report.malformed,
-                       duplicates=report.duplicates),
+        "events": events,
         # frees: null when rt:free was not recorded (allocsites record
         # --frees), rather than a misleading 0.
         "totals": {"count": folded.count, "bytes": folded.bytes,

@@ -125,9 +125,14 @@ def count_lost(path, perf="perf", timeout=120):
         out = stats_text(path, perf, timeout)
     except (OSError, subprocess.SubprocessError) as e:
         return None, "perf report --stats failed: %s" % e
-    lost, records = parse_stats(out)
+    return lost_from_stats(out)
+
+
+def lost_from_stats(text):
+    """(lost, None), or (None, reason) when `perf report --stats` text says
+    samples were dropped but kept no count: then the profile is not clean,
+    and must not read as 0 lost."""
+    lost, records = parse_stats(text)
     if lost == 0 and records > 0:
-        # Records say something was dropped but no count was kept: say so
-        # rather than report a clean profile.
         return None, "%d PERF_RECORD_LOST records without a count" % records
     return lost, None

@@ -11,14 +11,13 @@ from .elf import tag_names
 from .fold import fold
 from .options import skip_regex
 from .report import Report, is_lossy, lost_text
-from .symbolize import Symbolizer
 
 
 def collect_tag_names(tally, symbolizer):
     """{tag: name} from the .rt_tags of every DSO in the stacks; the DSO
     holding the probe (the leaf) wins over others."""
     names = {}
-    leaves = {frames[0].dso for frames, _ in tally.stacks if frames}
+    leaves = {frames[0].dso for frames, _ in tally.keys() if frames}
     for dso in sorted(tally.dsos(), key=lambda d: (d in leaves, d)):
         image = symbolizer.elf(dso)
         if image is not None:
@@ -107,9 +106,9 @@ def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
     return written
 
 
-def data_path():
-    """The perf.data this process (perf script) reads, absolute, or '-'."""
-    path = perfrun.input_path(perfrun.perf_argv())
+def data_path(perf_argv):
+    """The perf.data perf script reads (from perf's argv), absolute, or '-'."""
+    path = perfrun.input_path(perf_argv)
     return path if path == "-" else os.path.abspath(path)
 
 

@@ -245,5 +245,23 @@ class CountLostTest(unittest.TestCase):
         self.assertIsNotNone(reason)
 
 
+
+class LostFromStatsTest(unittest.TestCase):
+    """The one rule for what perf report --stats says about loss."""
+
+    def test_counted_loss(self):
+        self.assertEqual(perfrun.lost_from_stats(STATS), (157844, None))
+
+    def test_clean(self):
+        self.assertEqual(perfrun.lost_from_stats(
+            "sdt_rt:alloc stats:\n          SAMPLE events:      9322\n"), (0, None))
+
+    def test_lost_records_without_count_is_unknown_not_zero(self):
+        text = ("Aggregated stats:\n            LOST events:          3\n"
+                "sdt_rt:alloc stats:\n          SAMPLE events:      9322\n")
+        self.assertEqual(perfrun.lost_from_stats(text),
+                         (None, "3 PERF_RECORD_LOST records without a count"))
+
+
 if __name__ == "__main__":
     unittest.main()

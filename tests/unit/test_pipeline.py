@@ -6,10 +6,10 @@ import json
 import tempfile
 import xml.etree.ElementTree as ET
 
-from allocsites_lib import csvout, folded, jsonout, options, pipeline, table
+from allocsites_lib import csvout, jsonout, options, pipeline, table
 from allocsites_lib import elf as elfmod
-from allocsites_lib.fold import NO_CALLER, Tally
-from allocsites_lib.parse import RawFrame
+from allocsites_lib.fold import Tally
+from allocsites_lib.parse import Event, RawFrame
 from allocsites_lib.symbolize import Symbolizer
 
 import fixtures
@@ -70,6 +70,19 @@ class CollectTagNamesTest(unittest.TestCase):
         t.add(alloc([RawFrame(LIB, 0x500, "lib_alloc", 0, None), PARSE], 1))
         self.assertEqual(pipeline.collect_tag_names(t, symbolizer()),
                          {1: "lib_one", 2: "tokens", 9: "lib_nine"})
+
+    def test_leaf_wins_in_sampled_mode_too(self):
+        # Only rt:sample events: the leaf rule must see their stacks.
+        # The same stacks as the two exact-mode tests above.
+        for stack, want in (((PROBE, ROOT),
+                             {1: "ast", 2: "tokens", 9: "lib_nine"}),
+                            ((RawFrame(LIB, 0x500, "lib_alloc", 0, None), PARSE),
+                             {1: "lib_one", 2: "tokens", 9: "lib_nine"})):
+            with self.subTest(leaf=stack[0].dso):
+                t = Tally()
+                t.add(Event("sample", 1, 1, 64, 1, 4096, stack, 0x10))
+                self.assertEqual(pipeline.collect_tag_names(t, symbolizer()),
+                                 want)
 
     def test_unreadable_dso_ignored(self):
         t = Tally()

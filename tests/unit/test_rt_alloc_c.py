@@ -1,7 +1,7 @@
 """The reference allocator's own C test (examples/rtalloc/test_rt_alloc.c):
 sizes, alignment, data integrity, realloc, large blocks, two threads. It
 prints 'rt_alloc: N passed, M failed' and exits non-zero on failure."""
-import os, sys, unittest
+import os, unittest
 import re
 import subprocess
 
