@@ -147,13 +147,16 @@ rt__sample_slow(struct rt__sampler *t, unsigned long long size)
 }
 
 /* Weight of this allocation's sample, or 0 if it is not sampled. The
- * common case is one subtraction and a not-taken branch. */
+ * common case is one subtraction and a not-taken branch. A new thread
+ * needs no test of its own: left starts at 0, so its first allocation of
+ * any size > 0 goes negative and reaches rt__sample_slow, which seeds it
+ * (size 0 is never sampled anyway); with R = 1, left only decreases. */
 static inline __attribute__((always_inline)) unsigned long long
 rt__sample_weight(unsigned long long size)
 {
     struct rt__sampler *t = &rt__sampler_state;
     t->left -= (long long)size;
-    if (__builtin_expect(t->left >= 0 && t->rng != 0, 1))
+    if (__builtin_expect(t->left >= 0, 1))
         return 0;
     return rt__sample_slow(t, size);
 }
