@@ -1,0 +1,69 @@
+"""allocsites as a contender: `allocsites record`, then `report --json`.
+
+The profile is the report's own site table (JSON `sites`): the site rule
+is allocsites' (the first frame after rt_alloc/rt_realloc, inlined
+frames expanded), so this scores what a user reads.
+"""
+
+import json
+import os
+
+from . import score
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+ALLOCSITES = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "allocsites")]
+
+
+class Allocsites:
+    variant = "probes"
+
+    def __init__(self, sample=None):
+        self.sample = sample
+        self.name = ("allocsites sampled %s" % sample if sample
+                     else "allocsites exact")
+
+    def record(self, argv, tmp):
+        opts = ["--sample", self.sample] if self.sample else []
+        return ALLOCSITES + ["record", "-o", os.path.join(tmp, "perf.data")] \
+            + opts + ["--"] + argv, None
+
+    def analyze(self, tmp):
+        return ALLOCSITES + ["report", "-i", os.path.join(tmp, "perf.data"),
+                             "--json", os.path.join(tmp, "report.json")]
+
+    def outputs(self, tmp):
+        return [os.path.join(tmp, "perf.data")]
+
+    def profile(self, tmp, record_run, analyze_run):
+        """-> (profile, lost): lost as the report states it."""
+        with open(os.path.join(tmp, "report.json")) as f:
+            report = json.load(f)
+        profile = {}
+        for site in report["sites"]:
+            score.add(profile, score.site_key(site["file"], site["line"]),
+                      site["count"], site["bytes"])
+        lost = report["lost"] if report["lost"] is not None else "unknown"
+        return profile, lost
+
+
+class ProbesOff:
+    """The probes compiled in, nothing recording them."""
+    variant = "probes"
+    name = "probes compiled in, not recorded"
+
+    def record(self, argv, tmp):
+        return argv, None
+
+    analyze = None
+
+
+class Plain:
+    """The baseline: no probes."""
+    variant = "plain"
+    name = "uninstrumented"
+
+    def record(self, argv, tmp):
+        return argv, None
+
+    analyze = None
