@@ -36,8 +36,17 @@ unit: all
 clean:
 	rm -rf $(BUILD)
 
-# Figures for docs (not part of check): run as root on an idle machine.
+# Figures for docs/benchmarks.md and bench/README.md (not part of check):
+# run as root on an idle machine. Each script prints Markdown; the
+# results are kept in $(BUILD)/bench/*.md (progress goes to stderr).
+# About 30 minutes.
+BENCH_OUT = $(BUILD)/bench
 bench: deps all
-	$(PYTHON) bench/exact_burst.py
-	$(PYTHON) bench/sampled_overhead.py
-	$(PYTHON) bench/offcost_callgrind.py
+	@sh ci/install-bench-deps.sh
+	@mkdir -p $(BENCH_OUT)
+	$(PYTHON) bench/compare.py > $(BENCH_OUT)/compare.md && cat $(BENCH_OUT)/compare.md
+	$(PYTHON) bench/scaling.py > $(BENCH_OUT)/scaling.md && cat $(BENCH_OUT)/scaling.md
+	$(PYTHON) bench/report_throughput.py > $(BENCH_OUT)/report_throughput.md && cat $(BENCH_OUT)/report_throughput.md
+	$(PYTHON) bench/offcost_callgrind.py > $(BENCH_OUT)/offcost.md && cat $(BENCH_OUT)/offcost.md
+	$(PYTHON) bench/exact_burst.py > $(BENCH_OUT)/exact_burst.md && cat $(BENCH_OUT)/exact_burst.md
+	$(PYTHON) bench/sampled_overhead.py > $(BENCH_OUT)/sampled_overhead.md && cat $(BENCH_OUT)/sampled_overhead.md

@@ -64,11 +64,14 @@ def first_run(contender, run_result, tmp):
                         if os.path.exists(p))
     row["profile"], row["lost"] = contender.profile(tmp, run_result,
                                                     analyze_run)
+    row.update(getattr(contender, "notes", {}))
     return row
 
 
-def measure(contenders, argv, runs, scratch):
-    """-> {name: row}: row has walls, programs, rss and first_run's keys."""
+def measure(contenders, argv, runs, scratch, analyze=True):
+    """-> {name: row}: row has walls, programs, rss, record_lost (what
+    the recorder itself says, if it says) and, with analyze, first_run's
+    keys."""
     binaries = {}
     rows = {c.name: {"walls": [], "programs": [], "rss": []}
             for c in contenders}
@@ -84,12 +87,15 @@ def measure(contenders, argv, runs, scratch):
                 row["walls"].append(r.wall)
                 row["programs"].append(program_seconds(r.stdout + r.stderr))
                 row["rss"].append(r.maxrss_kb)
-                if i == 0:
+                if hasattr(c, "record_lost"):
+                    row.setdefault("record_lost", []).append(
+                        c.record_lost(r))
+                if i == 0 and analyze:
                     row.update(first_run(c, r, tmp))
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
-            print("  run %d: %s %.2f s" % (i + 1, c.name, r.wall),
-                  file=sys.stderr)
+            print("  %s run %d: %s %.2f s" % (" ".join(argv), i + 1, c.name,
+                                               r.wall), file=sys.stderr)
     return rows
 
 
@@ -108,10 +114,12 @@ def share(x):
 
 def print_table(contenders, rows, truth):
     base = statistics.median(rows[contenders[0].name]["walls"])
+    base_work = statistics.median(rows[contenders[0].name]["programs"])
     print("| contender | record wall s, median (min-max) | x uninstrumented "
-          "| storm's own work s | analysis s | peak RSS MB | output MB "
-          "| lost | allocations at right line | bytes at right line |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| storm's own work s | x uninstrumented | analysis s "
+          "| peak RSS MB | output MB | lost | allocations at right line "
+          "| bytes at right line |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for c in contenders:
         row = rows[c.name]
         wall = statistics.median(row["walls"])
@@ -126,9 +134,11 @@ def print_table(contenders, rows, truth):
         else:
             a, b = score.attribution(prof, truth)
             counts, bytes_ = share(a), share(b)
-        print("| %s | %s | %.2f | %s | %s | %.0f | %s | %s | %s | %s |" % (
+        print("| %s | %s | %.1f | %s | %.1f | %s | %.0f | %s | %s | %s | %s |"
+              % (
             c.name, fmt_spread(row["walls"]), wall / base,
             fmt_spread(row["programs"], 3),
+            statistics.median(row["programs"]) / base_work,
             "-" if row.get("analysis") is None else "%.1f" % row["analysis"],
             statistics.median(row["rss"]) / 1024,
             "-" if row.get("output") is None else "%.1f" % (row["output"] / 1e6),

@@ -7,6 +7,7 @@ frames expanded), so this scores what a user reads.
 
 import json
 import os
+import re
 
 from . import score
 
@@ -35,6 +36,11 @@ class Allocsites:
     def outputs(self, tmp):
         return [os.path.join(tmp, "perf.data")]
 
+    def record_lost(self, record_run):
+        """Events lost, as `allocsites record` says on stderr."""
+        m = re.search(r"; lost: (\S+)", record_run.stderr)
+        return m.group(1) if m else "?"
+
     def profile(self, tmp, record_run, analyze_run):
         """-> (profile, lost): lost as the report states it."""
         with open(os.path.join(tmp, "report.json")) as f:
@@ -44,6 +50,7 @@ class Allocsites:
             score.add(profile, score.site_key(site["file"], site["line"]),
                       site["count"], site["bytes"])
         lost = report["lost"] if report["lost"] is not None else "unknown"
+        self.notes = {"truncated": report["truncated_allocations"]}
         return profile, lost
 
 

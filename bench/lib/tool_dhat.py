@@ -13,7 +13,7 @@ import re
 
 from . import score
 
-FRAME = re.compile(r"^0x[0-9A-Fa-f]+: (.*) \(([^()]*):(\d+)(?::\d+)?\)$")
+FRAME = re.compile(r"^0x[0-9A-Fa-f]+: (.*) \(([^():]*):(\d+)(?::\d+)?\)$")
 
 
 class Dhat:

@@ -1,0 +1,25 @@
+#!/bin/sh
+# Installs what `make bench` needs beyond ci/install-deps.sh, only if
+# something is missing: the contenders (heaptrack, bpftrace, valgrind),
+# GNU time (peak RSS) and zstd (heaptrack's data files).
+set -eu
+
+missing=""
+command -v heaptrack >/dev/null 2>&1 || missing="$missing heaptrack"
+[ -f /usr/lib/heaptrack/libheaptrack_preload.so ] || missing="$missing libheaptrack"
+command -v bpftrace >/dev/null 2>&1 || missing="$missing bpftrace"
+command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
+[ -f /usr/include/valgrind/valgrind.h ] || missing="$missing valgrind"
+[ -x /usr/bin/time ] || missing="$missing time"
+command -v zstd >/dev/null 2>&1 || missing="$missing zstd"
+
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+    echo "install-bench-deps: missing:$missing; run as root (or apt-get install them)" >&2
+    exit 1
+fi
+echo "install-bench-deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null
