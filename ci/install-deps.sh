@@ -2,7 +2,8 @@
 # Installs what allocsites needs on Debian 12, only if something is missing:
 #   perf (linux-perf), sys/sdt.h and dtrace (systemtap-sdt-dev), gcc, g++
 #   (the header must work from C++), make, addr2line
-#   (binutils) and the system Python perf embeds (python3).
+#   (binutils), valgrind (the probes' cost, counted by callgrind in a unit
+#   test) and the system Python perf embeds (python3).
 # tracefs is not mounted here: `allocsites record` mounts it when needed and
 # unmounts it afterwards, leaving the machine as it found it.
 set -eu
@@ -15,6 +16,7 @@ command -v gcc >/dev/null 2>&1 || missing="$missing gcc libc6-dev"
 command -v g++ >/dev/null 2>&1 || missing="$missing g++"
 command -v make >/dev/null 2>&1 || missing="$missing make"
 command -v addr2line >/dev/null 2>&1 || missing="$missing binutils"
+command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
 [ -x /usr/bin/python3 ] || missing="$missing python3"
 
 [ -z "$missing" ] && exit 0
