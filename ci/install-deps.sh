@@ -20,12 +20,5 @@ command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
 [ -x /usr/bin/python3 ] || missing="$missing python3"
 
 [ -z "$missing" ] && exit 0
-if [ "$(id -u)" != 0 ]; then
-    echo "install-deps: missing:$missing; run as root (or apt-get install them)" >&2
-    exit 1
-fi
-echo "install-deps: installing$missing"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
 # shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $missing >/dev/null
+exec sh "$(dirname "$0")/apt-install.sh" install-deps $missing

@@ -54,23 +54,22 @@ class Allocsites:
         return profile, lost
 
 
-class ProbesOff:
-    """The probes compiled in, nothing recording them."""
-    variant = "probes"
-    name = "probes compiled in, not recorded"
+class Bare:
+    """The storm alone: the baseline without probes (Bare("plain",
+    "uninstrumented")), or with the probes compiled in and nothing
+    recording them."""
+    analyze = None
+
+    def __init__(self, variant, name):
+        self.variant, self.name = variant, name
 
     def record(self, argv, tmp):
         return argv, None
 
-    analyze = None
+
+def Plain():
+    return Bare("plain", "uninstrumented")
 
 
-class Plain:
-    """The baseline: no probes."""
-    variant = "plain"
-    name = "uninstrumented"
-
-    def record(self, argv, tmp):
-        return argv, None
-
-    analyze = None
+def ProbesOff():
+    return Bare("probes", "probes compiled in, not recorded")

@@ -87,12 +87,13 @@ static void storm_truth_merge(void)
     pthread_mutex_unlock(&storm_sum_lock);
 }
 
-static unsigned long long storm_truth_allocs(void)
+/* Allocations in a tally: storm_tl (this thread's) or storm_sum. */
+static unsigned long long storm_allocs(const struct storm_tally *t)
 {
     unsigned long long n = 0;
     int s;
     for (s = 0; s < NSITES; s++)
-        n += storm_sum.count[s];
+        n += t->count[s];
     return n;
 }
 
