@@ -68,10 +68,10 @@ def first_run(contender, run_result, tmp):
     return row
 
 
-def measure(contenders, argv, runs, scratch, analyze=True):
+def measure(contenders, argv, runs, scratch, analyze=lambda c: True):
     """-> {name: row}: row has walls, programs, rss, record_lost (what
-    the recorder itself says, if it says) and, with analyze, first_run's
-    keys."""
+    the recorder itself says, if it says) and, for the contenders for
+    which analyze(contender) is true, first_run's keys."""
     binaries = {}
     rows = {c.name: {"walls": [], "programs": [], "rss": []}
             for c in contenders}
@@ -90,7 +90,7 @@ def measure(contenders, argv, runs, scratch, analyze=True):
                 if hasattr(c, "record_lost"):
                     row.setdefault("record_lost", []).append(
                         c.record_lost(r))
-                if i == 0 and analyze:
+                if i == 0 and analyze(c):
                     row.update(first_run(c, r, tmp))
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)

@@ -11,9 +11,12 @@ sample, 2048 bytes of stack each), then times, on that file:
   perf script                  perf's text output: unwinding, symbol names
                                and inlined frames (its default --inline)
   perf script --no-inline      the same without inlined frames
-  perf script -s stackcollapse.py
-                               perf's Python folded-stack script
-                               (function names only)
+  perf script -s bench/stackcollapse_sdt.py
+                               perf's own stackcollapse.py (folded
+                               stacks, function names), with the one
+                               handler it lacks for sdt events: unchanged,
+                               it prints nothing for them (the script
+                               says so, counting its output lines)
 Each is run once; the rate is the samples in the file over wall seconds.
 """
 
@@ -55,8 +58,9 @@ def main():
             ("perf script", ["perf", "script", "-i", data]),
             ("perf script --no-inline", ["perf", "script", "--no-inline",
                                          "-i", data]),
-            ("perf script -s stackcollapse.py", [
-                "perf", "script", "-i", data, "-s", STACKCOLLAPSE]),
+            ("perf script -s stackcollapse.py (+ trace_unhandled)", [
+                "perf", "script", "-i", data, "-s",
+                os.path.join(HERE, "stackcollapse_sdt.py")]),
         ]
         print("storm %d 1 %d recorded exactly: %d samples, lost %s, "
               "perf.data %.0f MB\n" % (args.allocs, args.depth, samples, lost,
@@ -68,6 +72,10 @@ def main():
             print("| %s | %.1f | %.0f | %.0f |" % (
                 name, r.wall, samples / r.wall, r.maxrss_kb / 1024))
             sys.stdout.flush()
+        unchanged = run(["perf", "script", "-i", data, "-s", STACKCOLLAPSE])
+        print("\nperf's stackcollapse.py unchanged, on the same file: %d lines "
+              "of output (it has no handler for tracepoint events)"
+              % len(unchanged.stdout.splitlines()))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
