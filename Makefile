@@ -39,7 +39,7 @@ clean:
 # Figures for docs/benchmarks.md and bench/README.md (not part of check):
 # run as root on an idle machine. Each script prints Markdown; the
 # results are kept in $(BUILD)/bench/*.md (progress goes to stderr).
-# About 30 minutes.
+# About 40 minutes.
 BENCH_OUT = $(BUILD)/bench
 bench: deps all
 	@sh ci/install-bench-deps.sh
