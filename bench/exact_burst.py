@@ -30,21 +30,10 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from lib.build import build  # noqa: E402
 ROOT = os.path.dirname(HERE)
 ALLOCSITES = [sys.executable, os.path.join(ROOT, "scripts", "allocsites")]
-BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
-
-
-def build():
-    out = os.path.join(BUILD, "bench", "burst")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    subprocess.run(["gcc", "-O2", "-g", "-std=c99", "-D_DEFAULT_SOURCE",
-                    "-I" + os.path.join(ROOT, "include"),
-                    "-I" + os.path.join(ROOT, "examples", "rtalloc"),
-                    os.path.join(HERE, "burst.c"),
-                    os.path.join(ROOT, "examples", "rtalloc", "rt_alloc.c"),
-                    "-o", out, "-pthread"], check=True)
-    return out
 
 
 def timed(cmd, **kw):
@@ -71,7 +60,7 @@ def main():
     ap.add_argument("--frees", action="store_true",
                     help="also record rt:free (allocsites record --frees)")
     args = ap.parse_args()
-    prog = build()
+    prog = build("burst", [os.path.join(HERE, "burst.c")])
     truth = subprocess.run([prog, str(args.pairs), str(args.depth)],
                            stdout=subprocess.PIPE, universal_newlines=True,
                            check=True).stdout

@@ -24,7 +24,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from sampled_overhead import build  # noqa: E402
+from lib.build import build  # noqa: E402
 
 
 def instructions(prog, pairs, env=None):

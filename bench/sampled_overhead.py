@@ -26,22 +26,10 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from lib.build import build  # noqa: E402
 ROOT = os.path.dirname(HERE)
 ALLOCSITES = [sys.executable, os.path.join(ROOT, "scripts", "allocsites")]
-BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
-
-
-def build(name, sources, *flags):
-    out = os.path.join(BUILD, "bench", name)
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    subprocess.run(["gcc", "-O2", "-g", "-std=c99", "-D_DEFAULT_SOURCE"] +
-                   list(flags) +
-                   ["-I" + os.path.join(ROOT, "include"),
-                    "-I" + os.path.join(ROOT, "examples", "rtalloc")] +
-                   sources +
-                   [os.path.join(ROOT, "examples", "rtalloc", "rt_alloc.c"),
-                    "-o", out, "-pthread"], check=True)
-    return out
 
 
 def elapsed(cmd):

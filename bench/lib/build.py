@@ -1,11 +1,15 @@
-"""Builds the storm workload (bench/storm) in the variants the
-contenders need, into $BUILD/bench (default build/bench).
+"""Builds the benchmark programs into $BUILD/bench (default
+build/bench): gcc -O2 -g, the reference allocator linked in statically
+(one binary, one DWARF). Sources are compiled by absolute path, so that
+every tool's DWARF file names are the same absolute paths.
 
-Sources are compiled by absolute path, so that every tool's DWARF file
-names are the same absolute paths. All variants: gcc -O2 -g, the
-reference allocator linked in statically (one binary, one DWARF).
+build(name, sources, *flags)   any program (bench/burst.c, minicc)
+build_storm(variant)           bench/storm in one of VARIANTS, once per
+                               process (the sources do not change while
+                               a benchmark runs)
 """
 
+import functools
 import os
 import subprocess
 
@@ -29,16 +33,23 @@ VARIANTS = {
 }
 
 
-def build_storm(variant):
-    """-> path of the storm binary of this variant (rebuilt every time:
-    cheap, and never a stale binary)."""
-    out = os.path.join(BUILD, "bench", "storm-" + variant)
+def build(name, sources, *flags):
+    """-> path of $BUILD/bench/name, built from sources + rt_alloc.c."""
+    out = os.path.join(BUILD, "bench", name)
     os.makedirs(os.path.dirname(out), exist_ok=True)
-    subprocess.run(["gcc", "-O2", "-g", "-std=gnu99", "-Wall", "-Wextra",
-                    "-D_DEFAULT_SOURCE"] + VARIANTS[variant] +
+    subprocess.run(["gcc", "-O2", "-g", "-std=c99", "-D_DEFAULT_SOURCE"] +
+                   list(flags) +
                    ["-I" + os.path.join(ROOT, "include"),
-                    "-I" + os.path.join(ROOT, "examples", "rtalloc"),
-                    os.path.join(HERE, "storm", "storm.c"),
-                    os.path.join(ROOT, "examples", "rtalloc", "rt_alloc.c"),
+                    "-I" + os.path.join(ROOT, "examples", "rtalloc")] +
+                   [os.path.abspath(s) for s in sources] +
+                   [os.path.join(ROOT, "examples", "rtalloc", "rt_alloc.c"),
                     "-o", out, "-pthread"], check=True)
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def build_storm(variant):
+    """-> path of the storm binary of this variant."""
+    return build("storm-" + variant,
+                 [os.path.join(HERE, "storm", "storm.c")],
+                 "-Wall", "-Wextra", *VARIANTS[variant])

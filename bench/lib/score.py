@@ -20,6 +20,10 @@ error as well. The peak variant compares bytes live at the peak instead
 import json
 import os
 
+# The allocator's source: a tool's frames in this file are the allocator
+# itself, never the call site.
+ALLOCATOR_FILE = "rt_alloc.c"
+
 
 def load_truth(path):
     """-> {"sites": {(file, line): (count, bytes, peak_bytes)},
@@ -50,22 +54,34 @@ def add(profile, key, count, size):
     entry[1] += size
 
 
-def _share(profile, truth_sites, index, total):
+def charge(profile, frames, count, size):
+    """Adds to profile at the first (path, line) of frames (innermost
+    first, inlined frames before their caller) outside the allocator's
+    file; at ("?", 0) when there is none."""
+    for path, line in frames:
+        if os.path.basename(path or "") != ALLOCATOR_FILE:
+            add(profile, site_key(path, line), count, size)
+            return
+    add(profile, ("?", 0), count, size)
+
+
+def _share(profile, truth, mine, theirs, total):
+    """sum(min(profile[site][mine], truth site[theirs])) / total."""
     if not total:
         return None
     right = 0
-    for key, values in truth_sites.items():
-        got = profile.get(key, [0, 0])[index if index < 2 else 1]
+    for key, values in truth["sites"].items():
+        got = profile.get(key, [0, 0])[mine]
         if got is None:
             return None
-        right += min(got, values[index])
+        right += min(got, values[theirs])
     return right / total
 
 
 def attribution(profile, truth):
     """-> (share of allocations, share of bytes) at the right line."""
-    return (_share(profile, truth["sites"], 0, truth["count"]),
-            _share(profile, truth["sites"], 1, truth["bytes"]))
+    return (_share(profile, truth, 0, 0, truth["count"]),
+            _share(profile, truth, 1, 1, truth["bytes"]))
 
 
 def peak_attribution(profile, truth):
@@ -73,11 +89,4 @@ def peak_attribution(profile, truth):
     when the truth has no peak (several threads)."""
     if truth["peak_bytes"] is None:
         return None
-    return _share(profile, truth["sites"], 2, truth["peak_bytes"])
-
-
-def totals(profile):
-    """-> (count or None, bytes) summed over the profile."""
-    counts = [v[0] for v in profile.values()]
-    count = None if None in counts else sum(counts)
-    return count, sum(v[1] for v in profile.values())
+    return _share(profile, truth, 1, 2, truth["peak_bytes"])

@@ -26,7 +26,6 @@ else:  # run as the analysis step: python3 lib/tool_bpftrace.py
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import score
 
-ALLOCATOR_FILE = "rt_alloc.c"
 STATS = re.compile(r"count (\d+), average \d+, total (\d+)")
 
 
@@ -88,16 +87,9 @@ def symbolized_profile(binary, stacks):
     lines = addr2line(binary, wanted)
     profile = {}
     for frames, count, nbytes in stacks:
-        key = ("?", 0)
-        for i, a in enumerate(frames):
-            for path, line in lines.get(a if i == 0 else a - 1, []):
-                if os.path.basename(path) != ALLOCATOR_FILE:
-                    key = score.site_key(path, line)
-                    break
-            else:
-                continue
-            break
-        score.add(profile, key, count, nbytes)
+        source = (place for i, a in enumerate(frames)
+                  for place in lines.get(a if i == 0 else a - 1, []))
+        score.charge(profile, source, count, nbytes)
     return profile
 
 

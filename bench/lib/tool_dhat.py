@@ -9,11 +9,9 @@ need a different annotation; not measured.)
 
 import json
 import os
-import re
 
 from . import score
-
-FRAME = re.compile(r"^0x[0-9A-Fa-f]+: (.*) \(([^():]*):(\d+)(?::\d+)?\)$")
+from .tool_massif import source_frames
 
 
 class Dhat:
@@ -42,11 +40,6 @@ def dhat_profile(doc):
     point's first frame outside the allocator."""
     profile = {}
     for pp in doc["pps"]:
-        key = ("?", 0)
-        for index in pp["fs"]:
-            m = FRAME.match(doc["ftbl"][index])
-            if m and m.group(2) != "rt_alloc.c":
-                key = score.site_key(m.group(2), m.group(3))
-                break
-        score.add(profile, key, pp["tbk"], pp["tb"])
+        labels = [doc["ftbl"][index] for index in pp["fs"]]
+        score.charge(profile, source_frames(labels), pp["tbk"], pp["tb"])
     return profile

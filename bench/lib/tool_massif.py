@@ -25,8 +25,8 @@ import re
 from . import score
 
 NODE = re.compile(r"^ *n(\d+): (\d+) (.*)$")
-FRAME = re.compile(r"^0x[0-9A-Fa-f]+: (.*) \(([^()]*):(\d+)\)$")
-ALLOCATOR_FILE = "rt_alloc.c"
+# "0x10A3A9: fn (file.c:213)" (massif), "... (file.c:213:5)" (a column)
+FRAME = re.compile(r"^0x[0-9A-Fa-f]+: (.*) \(([^():]*):(\d+)(?::\d+)?\)$")
 
 
 class Massif:
@@ -70,7 +70,7 @@ def peak_profile(lines):
         if kids:
             open_nodes.append([frames, kids])
         else:
-            charge(profile, frames, nbytes)
+            score.charge(profile, source_frames(frames), None, nbytes)
         while open_nodes and open_nodes[-1][1] == 0:
             open_nodes.pop()
         if not open_nodes:
@@ -78,11 +78,9 @@ def peak_profile(lines):
     return profile
 
 
-def charge(profile, labels, nbytes):
-    for label in labels:  # innermost first
+def source_frames(labels):
+    """valgrind frame labels -> (file, line) of those that have one."""
+    for label in labels:
         m = FRAME.match(label)
-        if m and m.group(2) != ALLOCATOR_FILE:
-            score.add(profile, score.site_key(m.group(2), m.group(3)),
-                      None, nbytes)
-            return
-    score.add(profile, ("?", 0), None, nbytes)
+        if m:
+            yield m.group(2), int(m.group(3))

@@ -48,8 +48,12 @@ static inline void storm_note(enum storm_site s, int line, const char *fn,
                               size_t size)
 {
     struct storm_tally *t = &storm_tl;
-    storm_sites[s].line = line; /* the same value from every thread */
-    storm_sites[s].function = fn;
+    /* The site's line, the same from every thread: written once, so that
+     * threads do not write one shared cache line on every allocation. */
+    if (storm_sites[s].line != line) {
+        storm_sites[s].line = line;
+        storm_sites[s].function = fn;
+    }
     t->count[s]++;
     t->bytes[s] += size;
     t->live[s] += (long long)size;
