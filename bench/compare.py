@@ -18,7 +18,8 @@ Per contender: the recording's wall time (median of --runs, min-max) and
 its ratio to the uninstrumented run, the storm's own time for its work
 (elapsed_ns: no tool start-up, no writing of output at exit), the
 analysis time and output size (first run), the peak RSS (largest process,
-median), events lost, and the share of allocations and of bytes charged
+median), events lost in each run ("-": the tool has no loss counter), and
+the share of allocations and of bytes charged
 to the right file:line (lib/score.py). Prints Markdown. Run as root on an
 otherwise idle machine.
 """
@@ -89,7 +90,7 @@ def measure(contenders, argv, runs, scratch, analyze=lambda c: True):
                 row["rss"].append(r.maxrss_kb)
                 if hasattr(c, "record_lost"):
                     row.setdefault("record_lost", []).append(
-                        c.record_lost(r))
+                        c.record_lost(r, tmp))
                 if i == 0 and analyze(c):
                     row.update(first_run(c, r, tmp))
             finally:
@@ -142,7 +143,16 @@ def print_table(contenders, rows, truth):
             "-" if row.get("analysis") is None else "%.1f" % row["analysis"],
             statistics.median(row["rss"]) / 1024,
             "-" if row.get("output") is None else "%.1f" % (row["output"] / 1e6),
-            row.get("lost", "-"), counts, bytes_))
+            lost_column(row), counts, bytes_))
+
+
+def lost_column(row):
+    """Every run's loss where the tool counts it per run, else the
+    analyzed run's; "-" for a tool without a loss counter."""
+    if row.get("record_lost"):
+        return " ".join(str(n) for n in row["record_lost"])
+    lost = row.get("lost")
+    return "-" if lost is None else str(lost)
 
 
 def machine():

@@ -42,8 +42,8 @@ def contenders():
 def cell(row, allocs, name, truth):
     ns = row["programs"][0] * 1e9 / allocs
     notes = []
-    lost = row.get("lost", (row.get("record_lost") or [None])[0])
-    if lost not in (None, 0, "0", "-"):
+    lost = (row.get("record_lost") or [row.get("lost")])[0]
+    if lost not in (None, 0, "0"):
         notes.append("lost %s" % lost)
     prof = row.get("profile")
     if prof is not None and not name.startswith("valgrind"):

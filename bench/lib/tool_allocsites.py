@@ -36,7 +36,7 @@ class Allocsites:
     def outputs(self, tmp):
         return [os.path.join(tmp, "perf.data")]
 
-    def record_lost(self, record_run):
+    def record_lost(self, record_run, tmp):
         """Events lost, as `allocsites record` says on stderr."""
         m = re.search(r"; lost: (\S+)", record_run.stderr)
         return m.group(1) if m else "?"

@@ -48,13 +48,21 @@ class Bpftrace:
     def outputs(self, tmp):
         return [os.path.join(tmp, "bpftrace.txt")]
 
+    def record_lost(self, record_run, tmp):
+        with open(os.path.join(tmp, "bpftrace.txt")) as f:
+            return lost(*parse(f.read()))
+
     def profile(self, tmp, record_run, analyze_run):
         with open(os.path.join(tmp, "bpftrace.txt")) as f:
             stacks, total = parse(f.read())
-        profile = symbolized_profile(self.binary, stacks)
-        lost = sum(n for frames, n, _ in stacks if not frames)
-        seen = sum(n for _, n, _ in stacks)
-        return profile, lost + (total - seen)
+        return symbolized_profile(self.binary, stacks), lost(stacks, total)
+
+
+def lost(stacks, total):
+    """Events without a stored stack, and any @n counted beyond the
+    stacks printed (map keys past BPFTRACE_MAP_KEYS_MAX)."""
+    seen = sum(n for _, n, _ in stacks)
+    return sum(n for frames, n, _ in stacks if not frames) + (total - seen)
 
 
 def parse(text):

@@ -32,7 +32,7 @@ class Dhat:
 
     def profile(self, tmp, record_run, analyze_run):
         with open(os.path.join(tmp, "dhat.json")) as f:
-            return dhat_profile(json.load(f)), "-"
+            return dhat_profile(json.load(f)), None
 
 
 def dhat_profile(doc):

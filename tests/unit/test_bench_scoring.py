@@ -89,6 +89,10 @@ class Bpftrace(unittest.TestCase):
         self.assertEqual(stacks, [([0x401100, 0x401200, 0x401300], 4, 40),
                                   ([], 1, 5), ([0x401100, 0x401250], 1, 8)])
 
+    def test_lost_counts_missing_stacks_and_missing_keys(self):
+        # 1 event under the empty key, and @n = 7 against 6 in the stacks.
+        self.assertEqual(tool_bpftrace.lost(*tool_bpftrace.parse(self.OUT)), 2)
+
     def test_first_frame_outside_the_allocator(self):
         lines = {0x401100: [("/src/rt_alloc.c", 260)],
                  0x4011ff: [("/src/storm.c", 104), ("/src/storm.c", 115)],
