@@ -11,7 +11,7 @@ the recording cost per allocation: the storm's own time for its work
 (elapsed_ns: no tool start-up, no output written at exit) divided by its
 allocations, in ns. Loss is what each tool says; allocsites exact is
 also reported (analysis time, attribution, truncated stacks) up to
---report-max allocations: beyond, its report takes minutes (about 10k
+--report-max allocations: beyond, its report takes minutes (10k to 20k
 samples per second, bench/report_throughput.py) and only the recording
 is measured. An exact recording of 10M allocations writes about 23 GB
 of perf.data; it is deleted as soon as it is measured.
