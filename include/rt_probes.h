@@ -11,16 +11,24 @@
  *
  *     RT_TAG_NAME(3, "ast");                  at file scope: tag 3 is "ast"
  *
- * Events (perf names them sdt_rt:alloc, sdt_rt:free, sdt_rt:sample):
+ * Events (perf names them sdt_rt:alloc, sdt_rt:free, sdt_rt:sample,
+ * sdt_rt:exit):
  *     rt:alloc (void *ptr, size_t size, unsigned int tag)      every one
  *     rt:free  (void *ptr, size_t size, unsigned int tag)
  *     rt:sample(void *ptr, size_t size, unsigned int tag,
  *               unsigned long long weight)                     sampled
+ *     rt:exit  (unsigned long long allocs, unsigned long long frees,
+ *               unsigned long long samples)                    at exit
  * RT_ALLOC fires both rt:alloc and rt:sample: which one a profile gets
  * depends only on the event perf records. rt:sample fires for about one
  * allocation per RT_SAMPLE_BYTES bytes (default 512 KiB; environment,
  * read once); weight is the number of bytes the sample stands for. The
  * math is in docs/sampling.md. probes/rt.d declares the same provider.
+ *
+ * End-to-end count: while an event is recorded, its enabled path also
+ * counts it (per process and ELF file), and at exit rt:exit reports the
+ * three totals, so the report can tell a complete recording from one that
+ * lost events, whatever perf says (docs/design.md, "Completeness").
  *
  * Cost when nothing records: each probe site is one test of the
  * semaphores and a not-taken branch (2 instructions on x86-64); the
@@ -99,6 +107,8 @@ extern volatile unsigned short rt_free_semaphore
     __attribute__((visibility("hidden")));
 extern volatile unsigned short rt_sample_semaphore
     __attribute__((visibility("hidden")));
+extern volatile unsigned short rt_exit_semaphore
+    __attribute__((visibility("hidden")));
 /* rt:alloc's and rt:sample's semaphores as one word: RT_ALLOC tests both
  * with one compare. */
 extern volatile unsigned int rt__alloc_semaphores
@@ -129,7 +139,11 @@ __asm__(".pushsection .probes,\"awG\",@progbits,rt_probes_semaphores,comdat\n"
         ".type rt_free_semaphore, @object\n"
         ".size rt_free_semaphore, 2\n"
         "rt_free_semaphore: .2byte 0\n"
-        ".2byte 0\n"
+        ".weak rt_exit_semaphore\n"
+        ".hidden rt_exit_semaphore\n"
+        ".type rt_exit_semaphore, @object\n"
+        ".size rt_exit_semaphore, 2\n"
+        "rt_exit_semaphore: .2byte 0\n"
         ".popsection\n");
 
 /* rt__on(sem), rt__on32(sems): is the semaphore (any of the two) raised?
@@ -185,6 +199,8 @@ RT__DEFINE_ON(rt__on32, unsigned int, "cmpl")
                 (unsigned long long)(size), (unsigned int)(tag));             \
     RT__SDT_QUIET_END
 
+#include "rt_exit.h"
+
 /* The sampled stream's probe sits here, in the allocator's own body like
  * rt:alloc, so both events share one call-site rule (the first frame
  * outside the function that holds the probe). */
@@ -193,6 +209,7 @@ RT__DEFINE_ON(rt__on32, unsigned int, "cmpl")
         if (rt__on32(&rt__alloc_semaphores)) {                                \
             if (RT_ALLOC_ENABLED()) {                                         \
                 RT__FIRE(alloc, ptr, size, tag)                               \
+                rt__count(RT__FIRED_ALLOC);                                   \
             }                                                                 \
             if (RT_SAMPLE_ENABLED()) {                                        \
                 unsigned long long rt__size = (unsigned long long)(size);     \
@@ -202,6 +219,7 @@ RT__DEFINE_ON(rt__on32, unsigned int, "cmpl")
                     STAP_PROBE4(rt, sample, (unsigned long long)(size_t)(ptr),\
                                 rt__size, (unsigned int)(tag), rt__w);        \
                     RT__SDT_QUIET_END                                         \
+                    rt__count(RT__FIRED_SAMPLE);                              \
                 }                                                             \
             }                                                                 \
         }                                                                     \
@@ -210,6 +228,7 @@ RT__DEFINE_ON(rt__on32, unsigned int, "cmpl")
     do {                                                                      \
         if (RT_FREE_ENABLED()) {                                              \
             RT__FIRE(free, ptr, size, tag)                                    \
+            rt__count(RT__FIRED_FREE);                                        \
         }                                                                     \
     } while (0)
 

@@ -7,7 +7,8 @@
  * match the header's: same provider, names, argument count, sizes and
  * signedness.
  *
- * perf names the events sdt_rt:alloc, sdt_rt:free and sdt_rt:sample.
+ * perf names the events sdt_rt:alloc, sdt_rt:free, sdt_rt:sample and
+ * sdt_rt:exit.
  *
  * systemtap's dtrace (4.8) warns "syntax error near: probe free": its
  * pyparsing grammar will not take the name free. It then parses the file
@@ -22,4 +23,8 @@ provider rt {
 	/* A sampled allocation, fired by RT_ALLOC while recorded: weight is
 	 * the number of bytes it stands for, see docs/sampling.md. */
 	probe sample(void *ptr, size_t size, unsigned int tag, unsigned long long weight);
+	/* The process exits: how many alloc, free and sample events this ELF
+	 * file fired while each was recorded (the report's end-to-end check;
+	 * rt_probes.h fires it from a destructor). */
+	probe exit(unsigned long long allocs, unsigned long long frees, unsigned long long samples);
 };

@@ -228,7 +228,8 @@ class RealElfTest(unittest.TestCase):
                 probes = elf.stapsdt_probes(elf.open_elf(prog.path))
                 self.assertEqual(probes, expected)
                 self.assertEqual(sorted(p[:2] for p in probes),
-                                 [("rt", "alloc"), ("rt", "sample")])
+                                 [("rt", "alloc"), ("rt", "exit"),
+                                  ("rt", "sample")])
 
     def test_probe_arguments_are_registers(self):
         [(_, _, _, _, args)] = alloc_probes(elf.open_elf(self.pie.path))

@@ -87,24 +87,27 @@ class ProbeContract(unittest.TestCase):
                        check=True)
         subprocess.run(["dtrace", "--no-pyparsing", "-G", "-s", RT_D, "-o", sem],
                        check=True)
-        # rt_probes.h fires rt:sample from RT_ALLOC; dtrace's header has
-        # a macro of its own for it.
+        # rt_probes.h fires rt:sample from RT_ALLOC and rt:exit from a
+        # destructor; dtrace's header has a macro of its own for each.
         from_d = self.cc(USE % {"include": '#include "rt_gen.h"',
-                                "sample": "RT_SAMPLE(ptr, size, tag, weight);"},
+                                "sample": "RT_SAMPLE(ptr, size, tag, weight);"
+                                          " RT_EXIT(weight, weight, weight);"},
                          "from_d", sem)
         from_h = self.cc(USE % {"include": '#include "rt_probes.h"',
                                 "sample": ""}, "from_h",
                          "-std=c99", "-Wall", "-Wextra", "-pedantic")
         want = signature(from_d)
         self.assertEqual(set(want), {("rt", "alloc"), ("rt", "free"),
-                                     ("rt", "sample")})
+                                     ("rt", "sample"), ("rt", "exit")})
         self.assertEqual(signature(from_h), want)
         # And the .d file declares what the header documents.
         self.assertEqual(d_probes(), {
             "alloc": ["void *ptr", "size_t size", "unsigned int tag"],
             "free": ["void *ptr", "size_t size", "unsigned int tag"],
             "sample": ["void *ptr", "size_t size", "unsigned int tag",
-                       "unsigned long long weight"]})
+                       "unsigned long long weight"],
+            "exit": ["unsigned long long allocs", "unsigned long long frees",
+                     "unsigned long long samples"]})
 
     def test_arguments_are_registers(self):
         prog = self.cc(USE % {"include": '#include "rt_probes.h"', "sample": ""}, "regs")
@@ -192,13 +195,16 @@ void *site(unsigned long n)
                 found[parts[7]] = (int(parts[1], 16), parts[5])
         self.assertEqual(set(found), {"rt_alloc_semaphore",
                                       "rt_sample_semaphore",
-                                      "rt_free_semaphore"})
+                                      "rt_free_semaphore",
+                                      "rt_exit_semaphore"})
         self.assertEqual({v[1] for v in found.values()}, {"HIDDEN"})
         # alloc and sample form the word RT_ALLOC tests.
         self.assertEqual(found["rt_sample_semaphore"][0],
                          found["rt_alloc_semaphore"][0] + 2)
         self.assertEqual(found["rt_free_semaphore"][0],
                          found["rt_alloc_semaphore"][0] + 4)
+        self.assertEqual(found["rt_exit_semaphore"][0],
+                         found["rt_alloc_semaphore"][0] + 6)
         image = elf.open_elf(prog)
         start = image.section_address(".probes")
         self.assertEqual(found["rt_alloc_semaphore"][0], start)

@@ -1,0 +1,77 @@
+/* rt_exit.h - the end-to-end count and the rt:exit probe (included by
+ * rt_probes.h; do not include it directly).
+ *
+ * perf's own loss counter is neither exact nor always written (a file
+ * that perf cannot read to the end counts nothing), so the program
+ * counts what it fires: each recorded event's enabled path adds one to
+ * rt__fired[kind], and at exit rt:exit reports the three totals. The
+ * report compares them with the events it received (docs/design.md,
+ * "Completeness"). Nothing of this runs when nothing records: the counts
+ * sit behind the semaphores, after the probe.
+ *
+ * Per ELF file (weak and hidden, like the semaphores): a library and the
+ * executable each count their own probes and each fire rt:exit. Per
+ * process: a forked child starts again from 0 (pthread_atfork), so parent
+ * and child each report only their own events. rt:exit fires from a
+ * destructor of the lowest priority, after the program's own destructors
+ * and atexit handlers; a process that ends without exit() (killed, _exit,
+ * exec) fires none, and the report then says it could not check.
+ */
+#ifndef RT_EXIT_H
+#define RT_EXIT_H
+
+#include <pthread.h>
+
+#define RT__FIRED_ALLOC 0
+#define RT__FIRED_FREE 1
+#define RT__FIRED_SAMPLE 2
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+__attribute__((weak, visibility("hidden"))) unsigned long long rt__fired[3];
+/* 1 once the fork handler is registered, 2 once rt:exit has fired: the
+ * constructor and the destructor below are listed once per translation
+ * unit that includes this header, and must act once per ELF file. */
+__attribute__((weak, visibility("hidden"))) int rt__exit_state;
+
+#define rt__count(kind)                                                       \
+    ((void)__atomic_fetch_add(&rt__fired[kind], 1ULL, __ATOMIC_RELAXED))
+
+__attribute__((weak, visibility("hidden"), used)) void rt__fork_child(void)
+{
+    rt__fired[RT__FIRED_ALLOC] = 0;
+    rt__fired[RT__FIRED_FREE] = 0;
+    rt__fired[RT__FIRED_SAMPLE] = 0;
+}
+
+__attribute__((weak, visibility("hidden"), constructor, used)) void
+rt__exit_init(void)
+{
+    if (rt__exit_state == 0) {
+        rt__exit_state = 1;
+        pthread_atfork(0, 0, rt__fork_child);
+    }
+}
+
+__attribute__((weak, visibility("hidden"), destructor(101), used)) void
+rt__exit_fire(void)
+{
+    if (rt__exit_state != 2) {
+        unsigned long long a, f, s;
+        rt__exit_state = 2;
+        a = __atomic_load_n(&rt__fired[RT__FIRED_ALLOC], __ATOMIC_RELAXED);
+        f = __atomic_load_n(&rt__fired[RT__FIRED_FREE], __ATOMIC_RELAXED);
+        s = __atomic_load_n(&rt__fired[RT__FIRED_SAMPLE], __ATOMIC_RELAXED);
+        if (rt__on(&rt_exit_semaphore)) {
+            RT__SDT_QUIET_BEGIN
+            STAP_PROBE3(rt, exit, a, f, s);
+            RT__SDT_QUIET_END
+        }
+    }
+}
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RT_EXIT_H */
