@@ -192,13 +192,17 @@ def record(opts, argv, out=sys.stderr):
         status = None
         try:
             tracefs.ensure()
-            allocs, frees = [], []
+            allocs, plain = [], []
             for path, names in binaries:
                 if alloc_probe in names:
                     allocs.append(events.add(path, alloc_probe))
                 if opts.frees and "free" in names:
-                    frees.append(events.add(path, "free"))
-            cmd = recorder.record_command(perf, output, allocs, frees,
+                    plain.append(events.add(path, "free"))
+                # The end-to-end count (docs/design.md, "Completeness");
+                # binaries built with an older header have no rt:exit.
+                if "exit" in names:
+                    plain.append(events.add(path, "exit"))
+            cmd = recorder.record_command(perf, output, allocs, plain,
                                           stack_size, argv)
             if interrupts.received is None:
                 env = dict(os.environ)
@@ -253,13 +257,20 @@ def summarize(perf, output, out):
                   "incomplete (see docs/design.md, Loss)\n")
 
 
+# perf script stops unwinding at 127 frames (the kernel.perf_event_max_stack
+# sysctl) unless told otherwise, whatever the stack copy holds. A stack
+# copy of at most 65528 bytes holds at most 8191 frames (8 bytes each at
+# the least: a return address).
+MAX_STACK = 8192
+
+
 def report(data, report_args, stdout=None):
     """Runs perf script with allocsites.py on data; returns its status."""
     options.parse(report_args, prog="allocsites report")  # fail early
     perf = recorder.find_perf()
     recorder.check_perf_data(data)
-    cmd = [perf, "script", "-i", data, "--no-inline", "-s", ENTRY_SCRIPT,
-           "--"] + report_args
+    cmd = [perf, "script", "-i", data, "--no-inline", "--max-stack",
+           str(MAX_STACK), "-s", ENTRY_SCRIPT, "--"] + report_args
     try:
         return subprocess.call(cmd, stdout=stdout)
     except OSError as e:

@@ -26,6 +26,10 @@ ROOT_FUNCTIONS = re.compile(
     r"clone3?|__clone3?|_dl_start_user|_dl_init|call_init)(\+0x[0-9a-f]+)?$")
 
 NO_CALLER = Frame("[no caller]", "", 0, "", False)
+# The root of every stack that did not reach a process or thread start:
+# one named box in the flame graph, instead of towers under whatever
+# frame the copy happened to end in.
+CUT_SHORT = Frame("[stack cut short]", "", 0, "", False)
 
 
 class Tally:
@@ -49,6 +53,11 @@ class Tally:
         self.no_callchain = 0
         self.duplicates = 0
         self._last_time = {}                  # tid -> time of its last event
+        # The end-to-end check (completeness.py): events received per
+        # process and kind, and what each process's rt:exit said it fired
+        # (summed over its ELF files), as [allocs, frees, samples].
+        self.received = collections.defaultdict(collections.Counter)
+        self.fired = {}
 
     def add(self, event):
         """Count one parse.Event (None counts as malformed)."""
@@ -66,6 +75,12 @@ class Tally:
                 return
             self._last_time[event.tid] = event.time
         self.events[event.kind] += 1
+        if event.kind == "exit":
+            fired = self.fired.setdefault(event.pid, [0, 0, 0])
+            for i, n in enumerate(event.counts):
+                fired[i] += n
+            return
+        self.received[event.pid][event.kind] += 1
         if event.kind == "free":
             self.frees[0] += 1
             self.frees[1] += event.size
@@ -168,6 +183,8 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
         chain = call_site_stack(logical, skip_re)
         if logical and not ROOT_FUNCTIONS.match(logical[-1].function):
             truncated += count
+            if chain:
+                chain += (CUT_SHORT,)
         site_frame = chain[0] if chain else NO_CALLER
         key = (site_frame.function, site_frame.file, site_frame.line)
         site = sites.get(key)

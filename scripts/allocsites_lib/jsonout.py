@@ -2,7 +2,7 @@
 
 import json
 
-from .report import share
+from .report import share, verdict
 
 VERSION = 1
 
@@ -38,6 +38,7 @@ def report_dict(report, top=None):
     events = {"alloc": 0, "free": 0, "sample": 0}
     events.update(report.events)
     events.update(malformed=report.malformed, duplicates=report.duplicates)
+    check = verdict(report)
     return {
         "version": VERSION,
         "mode": report.mode,
@@ -48,6 +49,12 @@ def report_dict(report, top=None):
         "sample_bytes": sampling["sample_bytes"] if sampling else None,
         "lost": report.lost,
         "lost_reason": report.lost_reason,
+        # true: checked end to end (rt:exit); false: events are missing
+        # (the reason says which and why); null: could not be checked.
+        "complete": check.complete,
+        "complete_reason": check.reason,
+        "check": {"fired": check.fired, "received": check.received,
+                  "missing": check.missing, "unchecked": check.unchecked},
         "events": events,
         # frees: null when rt:free was not recorded (allocsites record
         # --frees), rather than a misleading 0.

@@ -26,11 +26,13 @@ Facts about perf 6.1 this relies on (docs/design.md has the rest):
 import collections
 import re
 
-# kind: "alloc" | "free" | "sample"; frames: tuple of RawFrame, leaf first.
-# time: the sample's timestamp in ns (None if perf gave none).
+# kind: "alloc" | "free" | "sample" | "exit"; frames: tuple of RawFrame,
+# leaf first. time: the sample's timestamp in ns (None if perf gave none).
+# counts: rt:exit only, (allocs, frees, samples) the ELF file fired while
+# recorded (include/rt_exit.h); size and tag are then 0.
 Event = collections.namedtuple(
-    "Event", "kind pid tid size tag weight frames ptr time",
-    defaults=(None,))
+    "Event", "kind pid tid size tag weight frames ptr time counts",
+    defaults=(None, None))
 
 # A frame before symbolization. addr: perf's address of the instruction in
 # the DSO (sym.start + sym_off), or None when perf had no symbol; then ip
@@ -38,13 +40,20 @@ Event = collections.namedtuple(
 # the offset into it, or None.
 RawFrame = collections.namedtuple("RawFrame", "dso addr sym off ip")
 
-_EVENT_RE = re.compile(r"^sdt_rt__(alloc|free|sample)(?:_\d+)?\Z")
+_EVENT_RE = re.compile(r"^sdt_rt__(alloc|free|sample|exit)(?:_\d+)?\Z")
+
+# perf's libunwind callchains end, when the stack copy ran out before the
+# outermost frame, in an entry whose ip is -1 (shown by perf as
+# "[unknown] [unknown]+0xffffffffffffffff"): an end-of-unwind marker, not
+# a frame. Any ip this high is outside user space.
+_USER_IP_LIMIT = 1 << 63
 
 UNKNOWN_DSO = "[unknown]"
 
 
 def event_kind(event_name):
-    """'alloc', 'free', 'sample' for an rt event handler name, else None."""
+    """'alloc', 'free', 'sample', 'exit' for an rt event handler name, else
+    None."""
     if not isinstance(event_name, str):
         return None
     m = _EVENT_RE.match(event_name)
@@ -64,7 +73,7 @@ def raw_frames(callchain, perf_inlines=False):
         if not isinstance(entry, dict):
             continue
         ip = entry.get("ip")
-        if not isinstance(ip, int):
+        if not isinstance(ip, int) or ip >= _USER_IP_LIMIT:
             continue
         dso = entry.get("dso") or UNKNOWN_DSO
         sym = entry.get("sym")
@@ -99,6 +108,8 @@ def event_from_perf(event_name, fields, sample, perf_inlines=False):
     kind = event_kind(event_name)
     if kind is None or not isinstance(fields, dict):
         return None
+    if kind == "exit":
+        return _exit_event(fields, sample)
     size = _uint(fields.get("arg2"), 64)
     tag = _uint(fields.get("arg3"), 32)
     if size is None or tag is None:
@@ -120,3 +131,16 @@ def event_from_perf(event_name, fields, sample, perf_inlines=False):
             time = s.get("time") if isinstance(s.get("time"), int) else None
     return Event(kind, pid, tid, size, tag, weight,
                  raw_frames(callchain, perf_inlines), ptr, time)
+
+
+def _exit_event(fields, sample):
+    counts = tuple(_uint(fields.get("arg%d" % i), 64) for i in (1, 2, 3))
+    if None in counts:
+        return None
+    pid = tid = fields.get("common_pid")
+    time = None
+    if isinstance(sample, dict) and isinstance(sample.get("sample"), dict):
+        s = sample["sample"]
+        pid, tid = s.get("pid", pid), s.get("tid", tid)
+        time = s.get("time") if isinstance(s.get("time"), int) else None
+    return Event("exit", pid, tid, 0, 0, None, (), None, time, counts)

@@ -6,11 +6,11 @@ out of it so it can be run on a hand-made Tally in tests."""
 import os
 import sys
 
-from . import csvout, folded, jsonout, perfrun, svg, table
+from . import completeness, csvout, folded, jsonout, perfrun, svg, table
 from .elf import tag_names
 from .fold import fold
 from .options import skip_regex
-from .report import Report, is_lossy, lost_text
+from .report import Report, lost_text, verdict_line
 
 
 def collect_tag_names(tally, symbolizer):
@@ -25,8 +25,11 @@ def collect_tag_names(tally, symbolizer):
     return names
 
 
-def build_report(tally, opts, symbolizer, lost, lost_reason, data=None):
-    """data: the perf.data path, to notice binaries rebuilt since."""
+def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
+                 read_errors=(), interrupted=False):
+    """data: the perf.data path, to notice binaries rebuilt since;
+    read_errors: what perf printed when it could not read part of the
+    recording; interrupted: the report stopped before the end."""
     names = collect_tag_names(tally, symbolizer)
     tags = set(opts.tag) if opts.tag else None
     mode = tally.mode()
@@ -62,9 +65,12 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None):
                         "arguments?)" % tally.malformed)
     filters = {"tag": opts.tag, "min_size": opts.min_size,
                "depth": opts.depth, "top": opts.top, "skip": opts.skip}
+    check = completeness.verdict(tally.received, tally.fired, lost,
+                                 lost_reason, read_errors, tally.malformed,
+                                 interrupted)
     return Report(mode, result, dict(tally.events), tally.malformed, lost,
                   lost_reason, tuple(tally.frees), filters, warnings, sampling,
-                  tally.duplicates)
+                  tally.duplicates, check)
 
 
 def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
@@ -86,10 +92,11 @@ def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
     if opts.svg:
         title = opts.title or "allocsites: %s by call stack" % opts.weight
         est = "~" if report.sampling else ""
-        sub = "%s%.0f allocations, %s%.0f bytes, lost: %s%s" % (
+        sub = "%s%.0f allocations, %s%.0f bytes, lost: %s%s; %s" % (
             est, report.folded.count, est, report.folded.bytes,
             lost_text(report), "; estimates from %d samples" %
-            report.sampling["samples"] if report.sampling else "")
+            report.sampling["samples"] if report.sampling else "",
+            verdict_line(report, warning=""))
         save("svg", opts.svg, svg.render_svg(folded.svg_stacks(report),
                                              opts.weight, title, sub))
     out.write(table.render_table(report, opts.top or 20))
@@ -97,12 +104,13 @@ def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
         out.write("%s: %s\n" % (kind, path))
     for w in report.warnings:
         err.write("allocsites: warning: %s\n" % w)
-    if report.lost is None:
-        err.write("allocsites: warning: lost events: %s; the profile may be "
-                  "incomplete\n" % lost_text(report))
-    elif is_lossy(report):
-        err.write("allocsites: warning: lost events: %s; counts and bytes are "
-                  "lower bounds\n" % lost_text(report))
+    check = report.verdict
+    if check is not None and check.complete is False:
+        err.write("allocsites: warning: this profile is incomplete (%s); "
+                  "counts and bytes are lower bounds\n" % check.reason)
+    elif check is not None and check.complete is None:
+        err.write("allocsites: warning: completeness not checked: %s\n"
+                  % check.reason)
     return written
 
 

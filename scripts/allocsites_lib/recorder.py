@@ -9,33 +9,37 @@ records nothing, without an error), and removed again in all cases.
 import os
 import re
 import shutil
+import struct
 import subprocess
 import tempfile
 
 from . import elf
 
 TRACEFS = "/sys/kernel/tracing"
-PROBE_EVENTS = ("alloc", "free", "sample")
+PROBE_EVENTS = ("alloc", "free", "sample", "exit")
 PERF_MAGIC = b"PERFILE2"
 
-# Recording options.
-#  - No -z: with perf 6.1's zstd mode, one recording of a 9322-event test
-#    program lacked its last 12 events while perf report --stats counted
-#    no loss (docs/design.md, "perf -z: one silent loss"; not reproduced
-#    since). Uncompressed data is large (about stack size + 200 bytes per
-#    allocation) but no silent loss has been seen without -z.
-#  - 2048 bytes of user stack per sample: the burst of bench/exact_burst.py
-#    (1.5M alloc+free events, 12 frames) loses nothing at 2048 and ~10% at
-#    4096 on the 2-core reference machine; deeper stacks are cut short,
-#    which the report detects and states (raise --stack-size).
+# Recording options (docs/design.md, "Recording defaults", has the
+# measurements behind each):
+#  - -z: zstd compresses the stack copies (mostly unchanged stack between
+#    events) about 50:1, so perf's writer keeps up with the program and
+#    the file stays small (~45 bytes per event instead of ~2.3 KB).
+#  - 8192 bytes of user stack per sample: enough for an interpreter's
+#    parser to reach main (bench/stack_depth.py); deeper stacks are cut
+#    short, which the report detects and states (raise --stack-size).
+#  - --no-bpf-event: perf's BPF side-band thread polls with a 1 s timeout
+#    and is joined at exit: a second of fixed cost for nothing (the
+#    profile does not look at BPF programs).
 #  - The ring buffers absorb bursts while perf's writer is starved of CPU
-#    (the program's threads compete with it): 1 GiB in all, at most 256 MiB
-#    and at least 64 MiB per CPU.
+#    (the program's threads compete with it): 128 MiB in all, 16 to 64 MiB
+#    per CPU. Larger ones only add page faults before the program starts.
 #  - Frees carry no call graph: the report does not attribute them, and
-#    their stack copies would double the data.
-DEFAULT_STACK_SIZE = 2048
-RING_BUDGET = 1 << 30
-RING_MIN, RING_MAX = 64 << 20, 256 << 20
+#    their stack copies would double the data. rt:exit (one event per
+#    process and ELF file) has none either.
+DEFAULT_STACK_SIZE = 8192
+RING_BUDGET = 128 << 20
+RING_MIN, RING_MAX = 16 << 20, 64 << 20
+RECORD_FLAGS = ("-z", "--no-bpf-event")
 
 
 def mmap_pages(cpus=None, page=4096):
@@ -244,25 +248,40 @@ class ProbeEvents:
         return failed
 
 
-def record_command(perf, output, alloc_events, free_events, stack_size, argv):
-    cmd = [perf, "record", "-o", output, "-m", str(mmap_pages()),
-           "--call-graph", "dwarf,%d" % stack_size]
+def record_command(perf, output, alloc_events, plain_events, stack_size,
+                   argv):
+    """plain_events: recorded without a call graph (frees, rt:exit)."""
+    cmd = [perf, "record", "-o", output, "-m", str(mmap_pages())] + \
+        list(RECORD_FLAGS) + ["--call-graph", "dwarf,%d" % stack_size]
     for name in alloc_events:
         cmd += ["-e", name]
-    for name in free_events:
+    for name in plain_events:
         cmd += ["-e", "%s/call-graph=no/" % name]
     return cmd + ["--"] + list(argv)
 
 
 def check_perf_data(path):
-    """A one-line error unless path is a readable perf.data file."""
+    """A one-line error unless path is a readable perf.data file whose data
+    section is all there (perf's own message for a file cut short is
+    "incompatible file format (rerun with -v to learn more)")."""
     try:
         with open(path, "rb") as f:
-            magic = f.read(8)
+            header = f.read(56)
+            size = os.fstat(f.fileno()).st_size
     except FileNotFoundError:
         raise RecordError("%s: no such file (record one first: allocsites "
                           "record -- PROG)" % path)
     except OSError as e:
         raise RecordError("%s: %s" % (path, e.strerror))
-    if magic != PERF_MAGIC:
+    if header[:8] != PERF_MAGIC:
         raise RecordError("%s: not a perf.data file" % path)
+    # perf_file_header: magic, size, attr_size, attrs {offset, size},
+    # data {offset, size}, ...
+    if len(header) < 56:
+        raise RecordError("%s is truncated or not a complete perf.data"
+                          % path)
+    data_offset, data_size = struct.unpack("<QQ", header[40:56])
+    if size < data_offset + data_size:
+        raise RecordError("%s is truncated or not a complete perf.data (%d "
+                          "of its %d bytes of data are missing)"
+                          % (path, data_offset + data_size - size, data_size))

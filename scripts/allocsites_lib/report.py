@@ -7,6 +7,8 @@ else, so each can be tested with a Report built by hand.
 import collections
 import os
 
+from . import completeness
+
 Report = collections.namedtuple("Report", [
     "mode",        # "exact" or "sampled" (counts and bytes are estimates)
     "folded",      # fold.Folded
@@ -19,7 +21,8 @@ Report = collections.namedtuple("Report", [
     "warnings",    # [str]
     "sampling",    # None (exact), or {"samples": n, "sample_bytes": R}
     "duplicates",  # sample records perf wrote twice, dropped
-], defaults=(None, 0))
+    "verdict",     # completeness.Verdict, or None: derived from lost
+], defaults=(None, 0, None))
 
 
 def lost_text(report):
@@ -28,9 +31,23 @@ def lost_text(report):
     return str(report.lost)
 
 
-def is_lossy(report):
-    """True when the profile may be missing events."""
-    return report.lost != 0 or report.malformed != 0
+def verdict(report):
+    """The report's completeness.Verdict (one from perf's loss count alone
+    for a Report made without the end-to-end check)."""
+    if report.verdict is not None:
+        return report.verdict
+    return completeness.verdict({}, {}, report.lost, report.lost_reason,
+                                malformed=report.malformed)
+
+
+def verdict_line(report, warning="WARNING: "):
+    """The table's last line (and the SVG subtitle's end)."""
+    v = verdict(report)
+    if v.complete:
+        return "complete: yes (checked: %s)" % v.reason
+    if v.complete is False:
+        return "%sthis profile is incomplete: %s" % (warning, v.reason)
+    return "complete: not checked (%s)" % v.reason
 
 
 def human_bytes(n):

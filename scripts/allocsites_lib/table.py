@@ -2,7 +2,7 @@
 
 import os
 
-from .report import human_bytes, is_lossy, location, lost_text, share
+from .report import human_bytes, location, lost_text, share, verdict_line
 
 
 def render_table(report, top=20, cwd=None):
@@ -48,8 +48,5 @@ def render_table(report, top=20, cwd=None):
     lines.append("events: %s, %s; lost: %s%s" % (
         recorded, frees, lost_text(report),
         (", malformed: %d" % report.malformed) if report.malformed else ""))
-    if report.lost is None:
-        lines.append("WARNING: loss unknown: this profile may be incomplete")
-    elif is_lossy(report):
-        lines.append("WARNING: this profile is incomplete: events were lost")
+    lines.append(verdict_line(report))
     return "\n".join(lines) + "\n"

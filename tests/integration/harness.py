@@ -103,11 +103,14 @@ class ProfileTest(unittest.TestCase):
         return report, truth, rec, rep
 
     def assertLossless(self, report):
-        """A profile with lost events is never silently right."""
+        """A profile with lost events is never silently right: perf counted
+        no loss, and the end-to-end count (rt:exit) matches."""
         self.assertEqual(report["lost"], 0,
                          "the recording lost %s events: exact comparison is "
                          "meaningless" % report["lost"])
         self.assertEqual(report["events"]["malformed"], 0)
+        self.assertIs(report["complete"], True, report["complete_reason"])
+        self.assertEqual(report["check"]["missing"], 0)
 
     def assertMatchesTruth(self, report, truth):
         self.assertLossless(report)

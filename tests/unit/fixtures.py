@@ -80,6 +80,12 @@ def free(size, tag=0):
     return Event("free", 1, 1, size, tag, None, (), 0x1000)
 
 
+def exit_event(allocs, frees=0, samples=0, pid=1):
+    """rt:exit of process pid: what it fired while recorded."""
+    return Event("exit", pid, pid, 0, 0, None, (), None, None,
+                 (allocs, frees, samples))
+
+
 def fr(function, line=0, file="/src/app.c", inlined=False, dso=APP):
     """A source Frame."""
     return Frame(function, file, line, dso, inlined)

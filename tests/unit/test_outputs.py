@@ -5,7 +5,7 @@ import csv
 import io
 import json
 
-from allocsites_lib import csvout, folded, jsonout, table
+from allocsites_lib import completeness, csvout, folded, jsonout, table
 from allocsites_lib.fold import NO_CALLER, Folded, Site, Stack
 from allocsites_lib.report import Report
 
@@ -29,24 +29,32 @@ def site(frame, count, nbytes, tag_bytes, tag_counts):
     return s
 
 
+CHECKED = {1: [8, 6, 0]}   # rt:exit of process 1: 8 allocs, 6 frees fired
+
+
 def make_report(lost=0, reason=None, malformed=0, sites=None, stacks=None,
-                count=8, nbytes=4096, events=None, warnings=()):
+                count=8, nbytes=4096, events=None, warnings=(), fired=CHECKED):
     """Two sites, 4096 bytes in 8 allocations:
     parse_expr (parser.c:120)  3 allocs, 3072 B (ast 2048, tokens 1024)
-    lex (lexer.c:40, inlined)  5 allocs, 1024 B (tag 7, unnamed)"""
+    lex (lexer.c:40, inlined)  5 allocs, 1024 B (tag 7, unnamed)
+    fired: what rt:exit said ({} = no rt:exit); process 1 sent the events."""
     if sites is None:
         sites = [site(PARSE, 3, 3072, {"ast": 2048, "tokens": 1024}, {"ast": 2, "tokens": 1}),
                  site(LEX, 5, 1024, {"7": 1024}, {"7": 5})]
     if stacks is None:
         stacks = [Stack((PARSE, MAIN10, START), 3, 3072, {"ast": 2048, "tokens": 1024}),
                   Stack((LEX, NEXT, MAIN12, START), 5, 1024, {"7": 1024})]
-    return Report("exact", Folded(sites, stacks, count, nbytes, 0),
-                  events if events is not None else {"alloc": 8, "free": 6},
-                  malformed, lost, reason, (6, 600), dict(FILTERS), list(warnings))
+    events = events if events is not None else {"alloc": 8, "free": 6}
+    check = completeness.verdict({1: events} if events else {}, fired, lost,
+                                 reason, malformed=malformed)
+    return Report("exact", Folded(sites, stacks, count, nbytes, 0), events,
+                  malformed, lost, reason, (6, 600), dict(FILTERS),
+                  list(warnings), verdict=check)
 
 
 def empty_report():
-    return make_report(sites=[], stacks=[], count=0, nbytes=0, events={})
+    return make_report(sites=[], stacks=[], count=0, nbytes=0, events={},
+                       fired={1: [0, 0, 0]})
 
 
 class TableTest(unittest.TestCase):
@@ -56,7 +64,9 @@ class TableTest(unittest.TestCase):
             "1   3072  75.0%      3  1024.0  parse_expr parser.c:120  ast:2.0 KiB,tokens:1.0 KiB\n"
             "2   1024  25.0%      5   204.8  lex lexer.c:40  7:1.0 KiB\n"
             "total: 4096 bytes (4.0 KiB) in 8 allocations at 2 sites\n"
-            "events: 8 alloc, 6 free; lost: 0\n"))
+            "events: 8 alloc, 6 free; lost: 0\n"
+            "complete: yes (checked: 14 events received, as many as the "
+            "program fired)\n"))
 
     def test_paths_outside_cwd_absolute(self):
         text = table.render_table(make_report(), cwd="/elsewhere")
@@ -65,7 +75,7 @@ class TableTest(unittest.TestCase):
 
     def test_top_limits_rows_and_says_so(self):
         lines = table.render_table(make_report(), top=1, cwd="/src").splitlines()
-        self.assertEqual(len(lines), 4)
+        self.assertEqual(len(lines), 5)
         self.assertTrue(lines[1].startswith("1 "))
         self.assertEqual(lines[2], "total: 4096 bytes (4.0 KiB) in 8 allocations at 2 sites, "
                                    "1 not shown")
@@ -73,18 +83,35 @@ class TableTest(unittest.TestCase):
     def test_lost_count_and_warning(self):
         lines = table.render_table(make_report(lost=157844), cwd="/src").splitlines()
         self.assertEqual(lines[-2:], ["events: 8 alloc, 6 free; lost: 157844",
-                                      "WARNING: this profile is incomplete: events were lost"])
+                                      "WARNING: this profile is incomplete: perf lost 157844 "
+                                      "samples while recording"])
 
-    def test_unknown_loss_warns(self):
+    def test_unknown_loss_checked_end_to_end(self):
         lines = table.render_table(make_report(lost=None, reason="input is a pipe"),
                                    cwd="/src").splitlines()
-        self.assertEqual(lines[-2:], ["events: 8 alloc, 6 free; lost: unknown (input is a pipe)",
-                                      "WARNING: loss unknown: this profile may be incomplete"])
+        self.assertEqual(lines[-1], "complete: yes (checked: 14 events received, as many "
+                                    "as the program fired)")
+
+    def test_unknown_loss_and_no_exit_event(self):
+        lines = table.render_table(make_report(lost=None, reason="input is a pipe", fired={}),
+                                   cwd="/src").splitlines()
+        self.assertEqual(lines[-2:], [
+            "events: 8 alloc, 6 free; lost: unknown (input is a pipe)",
+            "complete: not checked (no rt:exit event (the program did not exit normally, or "
+            "was built with an older rt_probes.h); perf's loss count unknown: input is a pipe)"])
+
+    def test_missing_events_counted_end_to_end(self):
+        # perf counted nothing, but the program fired 10 allocations.
+        lines = table.render_table(make_report(fired={1: [10, 6, 0]}),
+                                   cwd="/src").splitlines()
+        self.assertEqual(lines[-1], "WARNING: this profile is incomplete: 2 events missing: "
+                                    "the program fired 16, the recording has 14")
 
     def test_malformed_shown_and_warns(self):
         lines = table.render_table(make_report(malformed=4), cwd="/src").splitlines()
         self.assertEqual(lines[-2:], ["events: 8 alloc, 6 free; lost: 0, malformed: 4",
-                                      "WARNING: this profile is incomplete: events were lost"])
+                                      "WARNING: this profile is incomplete: 4 events could "
+                                      "not be decoded"])
 
     def test_no_warning_when_clean(self):
         self.assertNotIn("WARNING", table.render_table(make_report(), cwd="/src"))
@@ -93,11 +120,12 @@ class TableTest(unittest.TestCase):
         self.assertEqual(table.render_table(empty_report(), cwd="/src"), (
             "#  bytes  share  count  avg  site  tags\n"
             "total: 0 bytes (0 B) in 0 allocations at 0 sites\n"
-            "events: 0 alloc, frees not recorded; lost: 0\n"))
+            "events: 0 alloc, frees not recorded; lost: 0\n"
+            "complete: yes (checked: 0 events received, as many as the program fired)\n"))
 
     def test_frees_not_recorded(self):
         lines = table.render_table(make_report(events={"alloc": 8}), cwd="/src").splitlines()
-        self.assertEqual(lines[-1], "events: 8 alloc, frees not recorded; lost: 0")
+        self.assertEqual(lines[-2], "events: 8 alloc, frees not recorded; lost: 0")
 
     def test_equal_tag_bytes_sorted_by_name(self):
         s = site(PARSE, 2, 200, {"zeta": 100, "alpha": 100}, {"zeta": 1, "alpha": 1})
@@ -120,6 +148,11 @@ class JsonTest(unittest.TestCase):
             "sample_bytes": None,
             "lost": 157844,
             "lost_reason": None,
+            "complete": False,
+            "complete_reason": "perf lost 157844 samples while recording",
+            "check": {"fired": {"alloc": 8, "free": 6, "sample": 0},
+                      "received": {"alloc": 8, "free": 6, "sample": 0},
+                      "missing": 0, "unchecked": 0},
             "events": {"alloc": 8, "free": 6, "sample": 0, "malformed": 0,
                        "duplicates": 0},
             "totals": {"count": 8, "bytes": 4096, "frees": 6, "freed_bytes": 600},

@@ -13,7 +13,7 @@ from allocsites_lib.parse import Event, RawFrame
 from allocsites_lib.symbolize import Symbolizer
 
 import fixtures
-from fixtures import APP, FakeAddr2line, FakeElf, alloc, fake_open_elf, free, rt_tags_blob
+from fixtures import exit_event, APP, FakeAddr2line, FakeElf, alloc, fake_open_elf, free, rt_tags_blob
 
 LIB = "/usr/lib/x86_64-linux-gnu/libc.so.6"
 GONE = "/nonexistent/libgone.so"
@@ -209,15 +209,15 @@ class WriteOutputsTest(unittest.TestCase):
         self.run_outputs(self.all_files())
         self.assertEqual(self.read("folded"), (
             "[no caller] 8\n"
-            "__libc_start_call_main+0x7a;main (main.c:10);parse_expr (parser.c:120) 250\n"
-            "main (main.c:12);lex (lexer.c:40) 40\n"))
+            "[stack cut short];main (main.c:12);lex (lexer.c:40) 40\n"
+            "__libc_start_call_main+0x7a;main (main.c:10);parse_expr (parser.c:120) 250\n"))
 
     def test_folded_by_count(self):
         self.run_outputs(self.all_files(["--weight", "count"]))
         self.assertEqual(self.read("folded").splitlines(), [
             "[no caller] 1",
-            "__libc_start_call_main+0x7a;main (main.c:10);parse_expr (parser.c:120) 3",
-            "main (main.c:12);lex (lexer.c:40) 4"])
+            "[stack cut short];main (main.c:12);lex (lexer.c:40) 4",
+            "__libc_start_call_main+0x7a;main (main.c:10);parse_expr (parser.c:120) 3"])
 
     def test_csv_file(self):
         report, _, _, _ = self.run_outputs(self.all_files())
@@ -248,16 +248,44 @@ class WriteOutputsTest(unittest.TestCase):
     def test_warnings_and_lossy_line_on_err(self):
         report, _, _, err = self.run_outputs(self.all_files())
         self.assertEqual(err, "".join("allocsites: warning: %s\n" % w for w in report.warnings)
-                         + "allocsites: warning: lost events: 0; counts and bytes are "
-                           "lower bounds\n")
+                         + "allocsites: warning: this profile is incomplete (1 events "
+                           "could not be decoded); counts and bytes are lower bounds\n")
         self.assertEqual(len(err.splitlines()), 5)
 
     def test_unknown_loss_on_err_and_table(self):
         _, _, out, err = self.run_outputs([], lost=None, reason="input is a pipe")
-        self.assertTrue(err.endswith("allocsites: warning: lost events: unknown (input is a "
-                                     "pipe); the profile may be incomplete\n"))
+        self.assertTrue(err.endswith("allocsites: warning: this profile is incomplete (1 "
+                                     "events could not be decoded); counts and bytes are "
+                                     "lower bounds\n"), err)
         self.assertIn("lost: unknown (input is a pipe)", out)
-        self.assertIn("WARNING: loss unknown: this profile may be incomplete", out)
+
+    def test_verdict_from_the_end_to_end_count(self):
+        t = make_tally()              # 8 allocations and 2 frees from process 1
+        t.malformed = 0
+        for fired, complete, line in (
+                ((8, 2, 0), True, "complete: yes (checked: 10 events received, as many "
+                                  "as the program fired)"),
+                ((9, 2, 0), False, "WARNING: this profile is incomplete: 1 events missing: "
+                                   "the program fired 11, the recording has 10"),
+                (None, None, "complete: not checked (no rt:exit event (the program did "
+                             "not exit normally, or was built with an older "
+                             "rt_probes.h))")):
+            t.fired = {1: list(fired)} if fired else {}
+            report = pipeline.build_report(t, options.parse([]), symbolizer(), 0, None)
+            self.assertIs(report.verdict.complete, complete)
+            self.assertEqual(table.render_table(report).splitlines()[-1], line)
+
+    def test_read_errors_and_interruption_make_it_incomplete(self):
+        t = make_tally()
+        t.add(exit_event(8, 2))
+        t.malformed = 0
+        report = pipeline.build_report(t, options.parse([]), symbolizer(), 0, None,
+                                       read_errors=["failed to process type: 81"])
+        self.assertEqual(report.verdict.reason, "perf could not read the whole recording: "
+                                                "failed to process type: 81")
+        report = pipeline.build_report(t, options.parse([]), symbolizer(), 0, None,
+                                       interrupted=True)
+        self.assertIs(report.verdict.complete, False)
 
     def test_table_only(self):
         report, written, out, _ = self.run_outputs([])
@@ -275,6 +303,7 @@ class WriteOutputsTest(unittest.TestCase):
     def test_clean_report_no_err(self):
         t = Tally()
         t.add(alloc([PROBE, PARSE, MAIN10, RawFrame(APP, 0x4000, "_start", 0x25, None)], 4))
+        t.add(exit_event(1))
         opts = options.parse([])
         report = pipeline.build_report(t, opts, symbolizer(), 0, None)
         out, err = io.StringIO(), io.StringIO()
@@ -341,6 +370,7 @@ class RealBinaryPipelineTest(unittest.TestCase):
         for _ in range(2):
             t.add(alloc([probe, frame(c2, "direct"), frame(m2, "main"), root], 50, tag=1))
         t.add(alloc([probe, frame(c2, "direct"), frame(m2, "main"), root], 1, tag=4294967295))
+        t.add(exit_event(6))
         return t
 
     def check(self, prog, to_perf_address):

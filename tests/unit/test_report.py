@@ -28,11 +28,12 @@ class LossTest(unittest.TestCase):
         self.assertEqual(report.lost_text(rep(None, "input is a pipe")),
                          "unknown (input is a pipe)")
 
-    def test_is_lossy(self):
-        self.assertFalse(report.is_lossy(rep(0)))
-        self.assertTrue(report.is_lossy(rep(1)))
-        self.assertTrue(report.is_lossy(rep(None, "why")))
-        self.assertTrue(report.is_lossy(rep(0, malformed=3)))
+    def test_verdict_from_perf_loss_alone(self):
+        # Without the end-to-end count, nothing is ever "complete".
+        self.assertIsNone(report.verdict(rep(0)).complete)
+        self.assertIs(report.verdict(rep(1)).complete, False)
+        self.assertIsNone(report.verdict(rep(None, "why")).complete)
+        self.assertIs(report.verdict(rep(0, malformed=3)).complete, False)
 
 
 class LocationTest(unittest.TestCase):

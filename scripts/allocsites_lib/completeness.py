@@ -1,0 +1,100 @@
+"""Is the profile complete? One verdict from every source of evidence.
+
+  - the end-to-end count: each process's rt:exit event says how many
+    alloc, free and sample events it fired while they were recorded
+    (include/rt_exit.h); the Tally counts what arrived, per process;
+  - perf's own loss counter (perfrun.count_lost);
+  - what perf printed while reading (read errors: a damaged or truncated
+    file that perf could not read to its end);
+  - events that could not be decoded; a report that was interrupted.
+
+The verdict is True (complete, and checked end to end), False (something
+is known to be missing: the reason says what), or None (nothing is known
+to be missing, but the end-to-end check could not be made: the reason
+says why). docs/design.md, "Completeness", has the rules.
+"""
+
+import collections
+
+KINDS = ("alloc", "free", "sample")   # the order of rt:exit's arguments
+
+Verdict = collections.namedtuple("Verdict", [
+    "complete",    # True, False or None (not checked)
+    "reason",      # one line for the user
+    "fired",       # {kind: n} the processes that exited said they fired
+    "received",    # {kind: n} events received from those processes
+    "missing",     # fired - received, summed over processes (>= 0)
+    "unchecked",   # events from processes that sent no rt:exit
+])
+
+
+def count_check(received, fired):
+    """The end-to-end comparison.
+
+    received: {pid: {kind: n}}; fired: {pid: [allocs, frees, samples]}.
+    Returns (fired_totals, received_totals, missing, extra, unchecked,
+    unchecked_pids)."""
+    fired_tot = collections.Counter()
+    recv_tot = collections.Counter()
+    missing = extra = unchecked = 0
+    unchecked_pids = 0
+    for pid in set(received) | set(fired):
+        got = received.get(pid, {})
+        if pid not in fired:
+            unchecked += sum(got.values())
+            unchecked_pids += 1
+            continue
+        for kind, n in zip(KINDS, fired[pid]):
+            r = got.get(kind, 0)
+            fired_tot[kind] += n
+            recv_tot[kind] += r
+            if r < n:
+                missing += n - r
+            else:
+                extra += r - n
+    return fired_tot, recv_tot, missing, extra, unchecked, unchecked_pids
+
+
+def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
+            malformed=0, interrupted=False):
+    """The Verdict for one recording (see the module doc)."""
+    fired_tot, recv_tot, missing, extra, unchecked, unchecked_pids = \
+        count_check(received, fired)
+
+    def made(complete, reason):
+        return Verdict(complete, reason, dict(fired_tot), dict(recv_tot),
+                       missing, unchecked)
+
+    if interrupted:
+        return made(False, "the report was interrupted before the end of "
+                    "the recording")
+    if read_errors:
+        return made(False, "perf could not read the whole recording: %s"
+                    % read_errors[0])
+    if missing:
+        return made(False, "%d events missing: the program fired %d, the "
+                    "recording has %d" % (missing, sum(fired_tot.values()),
+                                          sum(recv_tot.values())))
+    if lost:
+        return made(False, "perf lost %d samples while recording" % lost)
+    if malformed:
+        return made(False, "%d events could not be decoded" % malformed)
+    if extra:
+        return made(None, "%d more events than the program "
+                    "counted (events after its exit handler?)" % extra)
+    if not fired:
+        why = ("no rt:exit event (the program did not exit normally, or was "
+               "built with an older rt_probes.h)")
+        if lost is None:
+            why += "; perf's loss count unknown: %s" % lost_reason
+        return made(None, why)
+    if unchecked:
+        why = ("%d events of %d process%s without an rt:exit event (killed, "
+               "exec'd, ended by _exit, or built with an older rt_probes.h)"
+               % (unchecked, unchecked_pids,
+                  "" if unchecked_pids == 1 else "es"))
+        if lost is None:
+            why += "; perf's loss count unknown: %s" % lost_reason
+        return made(None, why)
+    return made(True, "%d events received, as many as the program fired"
+                % sum(recv_tot.values()))

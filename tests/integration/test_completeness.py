@@ -1,0 +1,143 @@
+"""Completeness under real perf: the end-to-end count (rt:exit), damaged
+and truncated recordings, stacks deeper than the defaults, forks."""
+
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import ROOT, ProfileTest, allocsites, program  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from allocsites_lib.fold import ROOT_FUNCTIONS  # noqa: E402
+
+INCOMPLETE = 3   # allocsites report's status when events are missing
+
+
+def merged_truth(path):
+    """The parent's truth plus the forked child's ($TRUTH_FILE.child)."""
+    with open(path) as f:
+        truth = json.load(f)
+    with open(path + ".child") as f:
+        truth["records"] += json.load(f)["records"]
+    return truth
+
+
+class EndToEndCount(ProfileTest):
+
+    def test_fired_equals_received_and_equals_truth(self):
+        report, truth, rec, rep = self.profile(program("t_basic"), ["3000"])
+        self.assertMatchesTruth(report, truth)
+        count = sum(r["count"] for r in truth["records"])
+        self.assertEqual(report["check"]["fired"]["alloc"], count)
+        self.assertEqual(report["check"]["received"]["alloc"], count)
+        self.assertIn("complete: yes (checked: %d events received, as many as "
+                      "the program fired)" % count, rep.stdout)
+
+    def test_forked_child_counted_on_its_own(self):
+        report, _, _, _ = self.profile(program("t_deep"), ["60"])
+        truth = merged_truth(os.path.join(self.tmp, "truth.json"))
+        self.assertMatchesTruth(report, truth)
+        # 61 levels in the parent, 7 blocks in the child: two rt:exit
+        # events, each with its own process's count.
+        self.assertEqual(report["events"]["exit"], 2)
+        self.assertEqual(report["check"]["fired"]["alloc"], 68)
+
+    def test_process_ended_by_exit_underscore_is_not_checked(self):
+        data = os.path.join(self.tmp, "run.data")
+        out = os.path.join(self.tmp, "r.json")
+        rec = allocsites(["record", "-o", data, "--", program("t_deep"), "60",
+                          "_exit"])
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        rep = allocsites(["report", "-i", data, "--json", out])
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        with open(out) as f:
+            report = json.load(f)
+        # The child exited normally (7 checked); the parent's 61 were not.
+        self.assertIsNone(report["complete"])
+        self.assertEqual(report["check"]["unchecked"], 61)
+        self.assertEqual(report["totals"]["count"], 68)
+        self.assertIn("complete: not checked (61 events of 1 process without "
+                      "an rt:exit event", rep.stdout)
+
+
+class DamagedRecordings(ProfileTest):
+
+    def record_basic(self):
+        data = os.path.join(self.tmp, "run.data")
+        rec = allocsites(["record", "-o", data, "--", program("t_basic"),
+                          "3000"], env={"TRUTH_FILE": os.devnull})
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        return data
+
+    def test_garbage_in_the_middle_is_incomplete(self):
+        data = self.record_basic()
+        size = os.path.getsize(data)
+        garbage = bytes((i * 151 + 7) & 0xff for i in range(4096))
+        with open(data, "r+b") as f:
+            f.seek(size // 2)
+            f.write(garbage)
+        out, svg = (os.path.join(self.tmp, n) for n in ("r.json", "r.svg"))
+        rep = allocsites(["report", "-i", data, "--json", out, "--svg", svg])
+        self.assertEqual(rep.returncode, INCOMPLETE, rep.stderr)
+        self.assertNotIn("Traceback", rep.stderr)
+        with open(out) as f:
+            report = json.load(f)
+        self.assertIs(report["complete"], False)
+        self.assertTrue(report["complete_reason"].startswith(
+            "perf could not read the whole recording: "), report)
+        self.assertIn("WARNING: this profile is incomplete: perf could not "
+                      "read the whole recording", rep.stdout)
+        with open(svg) as f:
+            self.assertIn("this profile is incomplete: perf could not read",
+                          f.read())
+
+    def test_truncated_file_is_one_line_and_non_zero(self):
+        data = self.record_basic()
+        with open(data, "r+b") as f:
+            f.truncate(os.path.getsize(data) * 2 // 3)
+        rep = allocsites(["report", "-i", data])
+        self.assertEqual(rep.returncode, 1)
+        self.assertEqual(rep.stdout, "")
+        self.assertRegex(rep.stderr, r"^allocsites: \S+ is truncated or not a "
+                         r"complete perf.data \(\d+ of its \d+ bytes of data "
+                         r"are missing\)\n\Z")
+
+
+class DeepStacks(ProfileTest):
+    """t_deep 400: 401 allocations at depths 0..400 (plus a child's 7)."""
+
+    def test_large_stack_copy_reaches_main_past_127_frames(self):
+        report, _, _, rep = self.profile(program("t_deep"), ["400"],
+                                         record_args=["--stack-size", "65528"])
+        self.assertMatchesTruth(report, merged_truth(
+            os.path.join(self.tmp, "truth.json")))
+        self.assertEqual(report["truncated_allocations"], 0)
+        deepest = max(report["stacks"], key=lambda s: len(s["frames"]))
+        # the site and 400 more down frames, 8 buffered ones among them
+        self.assertEqual(sum(f["function"] in ("down", "buffered")
+                             for f in deepest["frames"]), 409)
+        self.assertIn("main", [f["function"] for f in deepest["frames"]])
+        self.assertRegex(deepest["frames"][-1]["function"], ROOT_FUNCTIONS)
+        self.assertNotIn("stack", rep.stderr)
+
+    def test_cut_short_stacks_end_in_one_named_root(self):
+        folded = os.path.join(self.tmp, "r.folded")
+        report, _, _, rep = self.profile(program("t_deep"), ["400"],
+                                         record_args=["--stack-size", "4096"],
+                                         report_args=["--folded", folded])
+        self.assertLossless(report)
+        cut = report["truncated_allocations"]
+        self.assertGreater(cut, 0)
+        with open(folded) as f:
+            lines = f.read().splitlines()
+        roots = {re.sub(r" \(.*\)$", "", line.split(";")[0]) for line in lines}
+        self.assertIn("[stack cut short]", roots)
+        for root in roots - {"[stack cut short]"}:
+            self.assertRegex(root, ROOT_FUNCTIONS)
+        self.assertEqual(sum(s["count"] for s in report["stacks"]
+                             if s["frames"][-1]["function"] ==
+                             "[stack cut short]"), cut)
+        self.assertIn("%d allocations have stacks cut short" % cut, rep.stderr)
+        self.assertNotIn("0xffffffffffffffff", "".join(lines))

@@ -1,0 +1,97 @@
+import os, sys, unittest
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+
+from allocsites_lib import completeness, parse
+from allocsites_lib.fold import Tally
+
+from fixtures import alloc, exit_event, sample
+
+
+class VerdictTest(unittest.TestCase):
+    def v(self, received, fired, **kw):
+        return completeness.verdict(received, fired, **kw)
+
+    def test_equal_counts_are_complete(self):
+        got = self.v({7: {"alloc": 5}, 8: {"alloc": 2}}, {7: [5, 0, 0], 8: [2, 0, 0]})
+        self.assertIs(got.complete, True)
+        self.assertEqual((got.fired, got.received, got.missing), (
+            {"alloc": 7, "free": 0, "sample": 0}, {"alloc": 7, "free": 0, "sample": 0}, 0))
+
+    def test_missing_events_of_one_process(self):
+        got = self.v({7: {"alloc": 5}, 8: {"alloc": 1}}, {7: [5, 0, 0], 8: [3, 0, 0]})
+        self.assertIs(got.complete, False)
+        self.assertEqual(got.missing, 2)
+        self.assertEqual(got.reason, "2 events missing: the program fired 8, the recording "
+                                     "has 6")
+
+    def test_a_process_that_sent_nothing_at_all(self):
+        # perf stopped reading before any of process 8's events.
+        got = self.v({7: {"alloc": 5}}, {7: [5, 0, 0], 8: [4, 1, 0]})
+        self.assertEqual((got.complete, got.missing), (False, 5))
+
+    def test_extra_events_are_not_a_pass(self):
+        got = self.v({7: {"alloc": 6}}, {7: [5, 0, 0]})
+        self.assertIsNone(got.complete)
+        self.assertIn("1 more events than the program counted", got.reason)
+
+    def test_process_without_exit_is_unchecked(self):
+        got = self.v({7: {"alloc": 5}, 9: {"alloc": 3}}, {7: [5, 0, 0]})
+        self.assertIsNone(got.complete)
+        self.assertEqual(got.unchecked, 3)
+        self.assertTrue(got.reason.startswith("3 events of 1 process without an rt:exit"))
+
+    def test_no_exit_at_all(self):
+        got = self.v({7: {"alloc": 5}}, {}, lost=0)
+        self.assertIsNone(got.complete)
+        self.assertTrue(got.reason.startswith("no rt:exit event"))
+
+    def test_evidence_of_loss_wins_over_a_matching_count(self):
+        for kw, reason in (({"lost": 3}, "perf lost 3 samples while recording"),
+                           ({"malformed": 2}, "2 events could not be decoded"),
+                           ({"read_errors": ["Couldn't decompress data"]},
+                            "perf could not read the whole recording: Couldn't "
+                            "decompress data"),
+                           ({"interrupted": True}, "the report was interrupted before "
+                                                   "the end of the recording")):
+            got = self.v({7: {"alloc": 5}}, {7: [5, 0, 0]}, **kw)
+            self.assertEqual((got.complete, got.reason), (False, reason))
+
+    def test_sampled_and_free_counts_compared_too(self):
+        got = self.v({7: {"sample": 4, "free": 9}}, {7: [0, 10, 4]})
+        self.assertEqual((got.complete, got.missing), (False, 1))
+
+
+class TallyCountsTest(unittest.TestCase):
+    def test_received_per_process_and_fired_summed_over_elf_files(self):
+        t = Tally(min_size=100)
+        t.add(alloc([], 8, pid=7))        # under --min-size: still received
+        t.add(alloc([], 800, pid=7))
+        t.add(alloc([], 800, pid=8))
+        t.add(exit_event(1, pid=7))       # the executable's rt:exit
+        t.add(exit_event(1, 2, pid=7))    # a library's rt:exit, same process
+        self.assertEqual(t.received, {7: {"alloc": 2}, 8: {"alloc": 1}})
+        self.assertEqual(t.fired, {7: [2, 2, 0]})
+        self.assertEqual(t.events["exit"], 2)
+
+
+class ParseExitTest(unittest.TestCase):
+    def test_exit_event(self):
+        e = parse.event_from_perf("sdt_rt__exit_1", {"arg1": 10, "arg2": 4, "arg3": 0},
+                                  sample([]))
+        self.assertEqual((e.kind, e.pid, e.counts), ("exit", 42, (10, 4, 0)))
+
+    def test_exit_event_missing_an_argument_is_malformed(self):
+        self.assertIsNone(parse.event_from_perf("sdt_rt__exit", {"arg1": 10, "arg2": 4},
+                                                sample([])))
+
+    def test_end_of_unwind_marker_is_not_a_frame(self):
+        # perf's callchain of a stack copy that ran out ends in ip -1.
+        chain = [{"ip": 0x1010, "sym": {"start": 0x1000, "name": "f"}, "sym_off": 0x10,
+                  "dso": "/bin/app"},
+                 {"ip": 0xffffffffffffffff, "dso": "[unknown]"}]
+        frames = parse.raw_frames(chain)
+        self.assertEqual([f.sym for f in frames], ["f"])
+
+
+if __name__ == "__main__":
+    unittest.main()
