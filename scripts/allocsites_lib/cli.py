@@ -202,16 +202,17 @@ def record(opts, argv, out=sys.stderr):
                 # binaries built with an older header have no rt:exit.
                 if "exit" in names:
                     plain.append(events.add(path, "exit"))
-            cmd = recorder.record_command(perf, output, allocs, plain,
-                                          stack_size, argv)
             if interrupts.received is None:
                 env = dict(os.environ)
                 if opts.sample:
                     env["RT_SAMPLE_BYTES"] = str(opts.sample)
-                try:
-                    child = subprocess.Popen(cmd, env=env)
-                except OSError as e:
-                    raise RecordError("cannot run perf: %s" % e)
+                with recorder.Boost() as boost:
+                    cmd = recorder.record_command(perf, output, allocs, plain,
+                                                  stack_size, argv, boost.step)
+                    try:
+                        child = subprocess.Popen(cmd, env=env)
+                    except OSError as e:
+                        raise RecordError("cannot run perf: %s" % e)
                 interrupts.child = child
                 status = child.wait()
         finally:

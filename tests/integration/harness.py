@@ -27,6 +27,28 @@ def program(name):
     return path
 
 
+_KERNEL_STUCK = []
+
+
+def kernel_trace_events_stuck():
+    """True when `perf probe -l` does not answer: after an Oops in the
+    kernel's uprobe code (seen on 6.18 under concurrent uprobe
+    registration) the trace event lock stays held, and every perf probe
+    waits forever in the kernel, unkillable. Asked once per run."""
+    if not _KERNEL_STUCK:
+        proc = subprocess.Popen(["perf", "probe", "-l"],
+                                stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL)
+        try:
+            proc.wait(timeout=60)
+            _KERNEL_STUCK.append(False)
+        except subprocess.TimeoutExpired:
+            proc.kill()   # no wait: it may never die
+            _KERNEL_STUCK.append(True)
+    return _KERNEL_STUCK[0]
+
+
 def require_perf(testcase):
     if os.environ.get("ALLOCSITES_SKIP_PERF") == "1":
         raise unittest.SkipTest("ALLOCSITES_SKIP_PERF=1")
@@ -34,6 +56,13 @@ def require_perf(testcase):
         testcase.fail("perf is not installed (make check installs it)")
     if os.geteuid() != 0:
         testcase.fail("integration tests need root (uprobe events)")
+    if kernel_trace_events_stuck():
+        # Not the project's fault and nothing a test can do: the machine
+        # needs a reboot. Said loudly, counted as skipped.
+        raise unittest.SkipTest(
+            "THIS KERNEL'S UPROBE EVENTS ARE STUCK: perf probe -l did not "
+            "answer in 60 s (dmesg: an Oops in uprobe code?); reboot, then "
+            "run the perf tests")
 
 
 def rt_events():
