@@ -1,0 +1,144 @@
+"""recorder.py and perfstderr.py without perf: the perf record command
+line, ring sizes, the priority boost, perf.data checks, timeouts, and
+perf's read errors."""
+import os, sys, unittest
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+
+import struct
+import tempfile
+
+from allocsites_lib import perfstderr, recorder
+from allocsites_lib.recorder import RecordError
+
+
+class RecordCommandTest(unittest.TestCase):
+    def test_defaults(self):
+        cmd = recorder.record_command("perf", "out.data", ["sdt_rt:alloc"],
+                                      ["sdt_rt:exit"], 8192, ["./prog", "a b"])
+        pages = str(recorder.mmap_pages())
+        self.assertEqual(cmd, [
+            "perf", "record", "-o", "out.data", "-m", pages, "-z", "--no-bpf-event",
+            "--call-graph", "dwarf,8192", "-e", "sdt_rt:alloc",
+            "-e", "sdt_rt:exit/call-graph=no/", "--", "./prog", "a b"])
+
+    def test_boost_gives_the_program_its_priority_back(self):
+        cmd = recorder.record_command("perf", "o", ["sdt_rt:alloc_1"], [], 4096,
+                                      ["./prog", "-n"], boost=10)
+        self.assertEqual(cmd[cmd.index("--"):], ["--", "nice", "-n", "10", "--", "./prog", "-n"])
+
+    def test_default_stack_size(self):
+        self.assertEqual(recorder.DEFAULT_STACK_SIZE, 8192)
+
+
+class MmapPagesTest(unittest.TestCase):
+    def test_two_cpus_get_64_mib_each(self):
+        self.assertEqual(recorder.mmap_pages(cpus=2), 16384)
+
+    def test_one_cpu_is_capped_at_64_mib(self):
+        self.assertEqual(recorder.mmap_pages(cpus=1), 16384)
+
+    def test_many_cpus_get_at_least_16_mib(self):
+        self.assertEqual(recorder.mmap_pages(cpus=64), 4096)
+
+    def test_power_of_two_below_the_share(self):
+        # 128 MiB / 3 = 42.7 MiB -> 32 MiB = 8192 pages
+        self.assertEqual(recorder.mmap_pages(cpus=3), 8192)
+
+
+class BoostTest(unittest.TestCase):
+    def test_restores_the_priority_it_found(self):
+        before = os.getpriority(os.PRIO_PROCESS, 0)
+        with recorder.Boost() as boost:
+            inside = os.getpriority(os.PRIO_PROCESS, 0)
+        self.assertEqual(os.getpriority(os.PRIO_PROCESS, 0), before)
+        if os.geteuid() == 0:
+            self.assertEqual((boost.step, inside), (10, before - 10))
+        else:
+            self.assertEqual((boost.step, inside), (0, before))
+
+
+def perf_data(path, data_offset, data_size, total):
+    header = b"PERFILE2" + struct.pack("<QQQQQQ", 104, 136, 288, 424,
+                                       data_offset, data_size)
+    with open(path, "wb") as f:
+        f.write(header + b"\0" * (total - len(header)))
+
+
+class CheckPerfDataTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.tmp.name, "perf.data")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_whole_file_passes(self):
+        perf_data(self.path, 424, 1000, 424 + 1000 + 300)
+        recorder.check_perf_data(self.path)
+
+    def test_file_cut_inside_its_data(self):
+        perf_data(self.path, 424, 1000, 1000)
+        with self.assertRaises(RecordError) as cm:
+            recorder.check_perf_data(self.path)
+        self.assertEqual(str(cm.exception), "%s is truncated or not a complete "
+                         "perf.data (424 of its 1000 bytes of data are missing)"
+                         % self.path)
+
+    def test_file_cut_inside_its_header(self):
+        with open(self.path, "wb") as f:
+            f.write(b"PERFILE2" + b"\0" * 20)
+        with self.assertRaisesRegex(RecordError, "truncated or not a complete"):
+            recorder.check_perf_data(self.path)
+
+    def test_not_perf_data(self):
+        with open(self.path, "wb") as f:
+            f.write(b"<svg>" + b"\0" * 100)
+        with self.assertRaisesRegex(RecordError, "not a perf.data file"):
+            recorder.check_perf_data(self.path)
+
+
+class RunTest(unittest.TestCase):
+    def test_output_and_status(self):
+        proc = recorder.run(["sh", "-c", "echo out; echo err >&2; exit 3"])
+        self.assertEqual((proc.returncode, proc.stdout), (3, b"out\nerr\n"))
+
+    def test_a_command_that_does_not_answer_is_one_line(self):
+        with self.assertRaises(RecordError) as cm:
+            recorder.run(["sleep", "30"], timeout=0.2)
+        self.assertRegex(str(cm.exception), r"^sleep did not answer in 0 s \(30\)")
+
+    def test_missing_command(self):
+        with self.assertRaisesRegex(RecordError, "cannot run /nonexistent/x"):
+            recorder.run(["/nonexistent/x"])
+
+
+class PerfStderrTest(unittest.TestCase):
+    def test_read_errors_found_among_perf_warnings(self):
+        lines = ["Warning:", "Processed 17380 events and lost 2 chunks!",
+                 "failed to decompress (B): 65527 -> 67112960 : Data corruption detected",
+                 "Couldn't decompress data",
+                 "0x1825f [0xffff]: failed to process type: 81 [Operation not permitted]",
+                 "WARNING: The perf.data file's data size field is 0 which is unexpected.",
+                 "no symbols found in /usr/bin/true, maybe install a debug package?"]
+        self.assertEqual(perfstderr.read_errors(lines), [lines[2], lines[3], lines[4],
+                                                         lines[5]])
+
+    def test_capture_keeps_and_replays_fd_2(self):
+        with tempfile.TemporaryFile() as real:
+            saved = os.dup(2)
+            os.dup2(real.fileno(), 2)
+            try:
+                cap = perfstderr.Capture()
+                os.write(2, b"failed to process type: 1\n")
+                lines = cap.finish()
+                os.write(2, b"after\n")
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+            real.seek(0)
+            self.assertEqual(real.read(), b"failed to process type: 1\nafter\n")
+        self.assertEqual(lines, ["failed to process type: 1"])
+
+
+if __name__ == "__main__":
+    unittest.main()
