@@ -28,6 +28,8 @@
 #include <stdlib.h>
 
 #define RT_SAMPLE_BYTES_DEFAULT 524288ULL
+/* The largest R: gaps are drawn up to ~40 R and counted in a long long. */
+#define RT_SAMPLE_BYTES_MAX (1ULL << 62)
 
 struct rt__sampler {
     long long left;           /* bytes to the next sample point */
@@ -58,19 +60,27 @@ static inline unsigned long long rt__splitmix64(unsigned long long x)
     return x ^ (x >> 31);
 }
 
-/* "524288", "512k", "1m" -> bytes; 0 if malformed. */
+/* "524288", "512k", "1m" -> bytes; 0 if malformed or over 2^64 - 1 (a
+ * value that wrapped would sample at a rate nobody asked for). */
 static inline unsigned long long rt__parse_bytes(const char *s)
 {
-    unsigned long long v = 0;
+    unsigned long long v = 0, max = ~0ULL;
+    int shift = 0;
     if (!s || !*s)
         return 0;
-    for (; *s >= '0' && *s <= '9'; s++)
-        v = v * 10 + (unsigned long long)(*s - '0');
+    for (; *s >= '0' && *s <= '9'; s++) {
+        unsigned long long d = (unsigned long long)(*s - '0');
+        if (v > (max - d) / 10)
+            return 0;
+        v = v * 10 + d;
+    }
     if (*s == 'k' || *s == 'K')
-        v <<= 10, s++;
+        shift = 10, s++;
     else if (*s == 'm' || *s == 'M')
-        v <<= 20, s++;
-    return *s ? 0 : v;
+        shift = 20, s++;
+    if (*s || v > (max >> shift))
+        return 0;
+    return v << shift;
 }
 
 static inline unsigned long long rt__sample_bytes(void)
@@ -78,7 +88,7 @@ static inline unsigned long long rt__sample_bytes(void)
     unsigned long long r = __atomic_load_n(&rt__sample_r, __ATOMIC_RELAXED);
     if (r == 0) {
         r = rt__parse_bytes(getenv("RT_SAMPLE_BYTES"));
-        if (r == 0)
+        if (r == 0 || r > RT_SAMPLE_BYTES_MAX)
             r = RT_SAMPLE_BYTES_DEFAULT;
         __atomic_store_n(&rt__sample_r, r, __ATOMIC_RELAXED);
     }

@@ -60,6 +60,11 @@ class Usage(Exception):
     pass
 
 
+# The largest mean gap the header takes (RT_SAMPLE_BYTES_MAX in
+# include/rt_sampler.h); it falls back to its default above it.
+SAMPLE_MAX = 1 << 62
+
+
 def split_program(argv):
     """(our args, program argv) around the first '--'."""
     if "--" not in argv:
@@ -102,6 +107,9 @@ def take_record_options(args):
             opts["output"] = value
         else:
             opts[key] = _whole_number(flag, value)
+    if opts["sample"] > SAMPLE_MAX:
+        raise Usage("--sample must be at most %d bytes (2^62), not %d"
+                    % (SAMPLE_MAX, opts["sample"]))
     stack = opts["stack_size"]
     if stack < 8 or stack > 65528 or stack % 8:
         raise Usage("--stack-size must be a multiple of 8 from 8 to 65528, "

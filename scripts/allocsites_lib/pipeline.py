@@ -36,6 +36,18 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     result = fold(tally, symbolizer, names, skip_regex(opts), tags, opts.depth,
                   mode)
     warnings = list(symbolizer.warnings)
+    if tags is not None:
+        present = {label for _, tag in tally.entries(mode)
+                   for label in (str(tag), names.get(tag))}
+        unmatched = sorted(t for t in tags if t not in present)
+        if unmatched:
+            shown = sorted({names.get(tag, str(tag))
+                            for _, tag in tally.entries(mode)})
+            warnings.append("no allocation has the tag%s %s; the tags in "
+                            "this recording: %s" % (
+                                "s" if len(unmatched) > 1 else "",
+                                ", ".join(unmatched),
+                                ", ".join(shown) or "none"))
     sampling = None
     if mode == "sampled":
         sampling = {"samples": tally.events.get("sample", 0),

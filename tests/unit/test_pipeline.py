@@ -425,5 +425,19 @@ class RealBinaryPipelineTest(unittest.TestCase):
         self.check(prog, prog.file_offset)
 
 
+class TagFilterTest(unittest.TestCase):
+    def test_a_tag_that_matches_nothing_is_named_with_the_tags_present(self):
+        report = pipeline.build_report(make_tally(), options.parse(["--tag", "ast,nosuch"]),
+                                       symbolizer(), 0, None)
+        self.assertIn("no allocation has the tag nosuch; the tags in this recording: "
+                      "ast, lib_nine, tokens", report.warnings)
+        self.assertEqual(report.folded.count, 2)
+
+    def test_tags_match_by_name_or_number(self):
+        report = pipeline.build_report(make_tally(), options.parse(["--tag", "1,tokens"]),
+                                       symbolizer(), 0, None)
+        self.assertFalse([w for w in report.warnings if "no allocation" in w])
+
+
 if __name__ == "__main__":
     unittest.main()
