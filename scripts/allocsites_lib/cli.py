@@ -227,9 +227,11 @@ def record(opts, argv, out=sys.stderr):
             failed = events.remove()
             tracefs.release()
             if failed:
+                # Name them: 'sdt_rt:*' would delete other people's too.
                 out.write("allocsites: warning: could not remove probe events "
-                          "%s: remove them with perf probe -d 'sdt_rt:*'\n"
-                          % " ".join(failed))
+                          "%s: remove them with perf probe%s\n"
+                          % (" ".join(failed),
+                             "".join(" -d " + n for n in failed)))
     if status is None:  # a signal came before perf started
         raise Stopped(interrupts.received)
     if interrupts.received not in (None, signal.SIGINT):

@@ -257,18 +257,26 @@ class ProbeEvents:
         return names[0]
 
     def remove(self):
+        """Deletes the events this run created, in one perf probe call
+        (perf takes -d repeatedly); name by name only if that fails, to
+        know which. Returns the names that could not be removed."""
         failed = []
-        for name in self.created:
-            try:
-                if run([self.perf, "probe", "-q", "-d", name]).returncode:
-                    failed.append(name)
-            except RecordError:
-                failed.append(name)
+        if self.created and not self._delete(self.created):
+            failed = [n for n in self.created if not self._delete([n])]
         self.created = []
         if self.cache is not None:
             shutil.rmtree(self.cache, ignore_errors=True)
             self.cache = None
         return failed
+
+    def _delete(self, names):
+        cmd = [self.perf, "probe", "-q"]
+        for name in names:
+            cmd += ["-d", name]
+        try:
+            return run(cmd).returncode == 0
+        except RecordError:
+            return False
 
 
 def record_command(perf, output, alloc_events, plain_events, stack_size,

@@ -142,3 +142,38 @@ class PerfStderrTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ProbeEventsRemoveTest(unittest.TestCase):
+    """remove() deletes every created event in one perf probe call, and
+    falls back to one call per name to find the ones that fail."""
+
+    def fake_perf(self, tmp, failing):
+        log = os.path.join(tmp, "log")
+        perf = os.path.join(tmp, "perf")
+        with open(perf, "w") as f:
+            f.write("#!/bin/sh\necho \"$*\" >> %s\ncase \"$*\" in *%s*) exit 1;; esac\n"
+                    "exit 0\n" % (log, failing))
+        os.chmod(perf, 0o755)
+        return perf, log
+
+    def test_one_call_for_all(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            perf, log = self.fake_perf(tmp, "nothing-fails")
+            events = recorder.ProbeEvents(perf)
+            events.created = ["sdt_rt:alloc_1", "sdt_rt:exit_1"]
+            self.assertEqual(events.remove(), [])
+            with open(log) as f:
+                self.assertEqual(f.read(), "probe -q -d sdt_rt:alloc_1 -d sdt_rt:exit_1\n")
+            self.assertEqual(events.created, [])
+
+    def test_failure_named(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            perf, log = self.fake_perf(tmp, "exit_1")
+            events = recorder.ProbeEvents(perf)
+            events.created = ["sdt_rt:alloc_1", "sdt_rt:exit_1"]
+            self.assertEqual(events.remove(), ["sdt_rt:exit_1"])
+            with open(log) as f:
+                self.assertEqual(f.read().splitlines(), [
+                    "probe -q -d sdt_rt:alloc_1 -d sdt_rt:exit_1",
+                    "probe -q -d sdt_rt:alloc_1", "probe -q -d sdt_rt:exit_1"])
