@@ -201,15 +201,16 @@ def record(opts, argv, out=sys.stderr):
         try:
             tracefs.ensure()
             allocs, plain = [], []
-            for path, names in binaries:
-                if alloc_probe in names:
-                    allocs.append(events.add(path, alloc_probe))
-                if opts.frees and "free" in names:
-                    plain.append(events.add(path, "free"))
-                # The end-to-end count (docs/design.md, "Completeness");
-                # binaries built with an older header have no rt:exit.
-                if "exit" in names:
-                    plain.append(events.add(path, "exit"))
+            with recorder.EventLock(tracefs.path):
+                for path, names in binaries:
+                    if alloc_probe in names:
+                        allocs.append(events.add(path, alloc_probe))
+                    if opts.frees and "free" in names:
+                        plain.append(events.add(path, "free"))
+                    # The end-to-end count (docs/design.md, "Completeness");
+                    # binaries built with an older header have no rt:exit.
+                    if "exit" in names:
+                        plain.append(events.add(path, "exit"))
             if interrupts.received is None:
                 env = dict(os.environ)
                 if opts.sample:
@@ -224,7 +225,7 @@ def record(opts, argv, out=sys.stderr):
                 interrupts.child = child
                 status = child.wait()
         finally:
-            failed = events.remove()
+            failed = remove_events(events, tracefs)
             tracefs.release()
             if failed:
                 # Name them: 'sdt_rt:*' would delete other people's too.
@@ -240,6 +241,18 @@ def record(opts, argv, out=sys.stderr):
         raise RecordError("perf record wrote no data (exit status %d)" % status)
     summarize(perf, output, out)
     return status
+
+
+def remove_events(events, tracefs):
+    """Removes the run's events under the EventLock (without it if the
+    lock cannot be had: removing must not wait on anyone forever)."""
+    if not events.created:
+        return events.remove()
+    try:
+        with recorder.EventLock(tracefs.path):
+            return events.remove()
+    except RecordError:
+        return events.remove()
 
 
 def summarize(perf, output, out):

@@ -6,12 +6,14 @@ uprobe is bound to an inode and offset: after a rebuild an old event
 records nothing, without an error), and removed again in all cases.
 """
 
+import fcntl
 import os
 import re
 import shutil
 import struct
 import subprocess
 import tempfile
+import time
 
 from . import elf
 
@@ -31,14 +33,15 @@ PERF_MAGIC = b"PERFILE2"
 #    and is joined at exit: a second of fixed cost for nothing (the
 #    profile does not look at BPF programs).
 #  - The ring buffers absorb bursts while perf's writer is starved of CPU
-#    (the program's threads compete with it): 128 MiB in all, 16 to 64 MiB
-#    per CPU. Larger ones only add page faults before the program starts.
+#    (the program's threads compete with it): 256 MiB in all, 16 to 128
+#    MiB per CPU. 256 MiB per CPU cost about a second of page faults
+#    before the program starts.
 #  - Frees carry no call graph: the report does not attribute them, and
 #    their stack copies would double the data. rt:exit (one event per
 #    process and ELF file) has none either.
 DEFAULT_STACK_SIZE = 8192
-RING_BUDGET = 128 << 20
-RING_MIN, RING_MAX = 16 << 20, 64 << 20
+RING_BUDGET = 256 << 20
+RING_MIN, RING_MAX = 16 << 20, 128 << 20
 RECORD_FLAGS = ("-z", "--no-bpf-event")
 
 
@@ -167,6 +170,47 @@ class Tracefs:
                 run(["umount", self.path])
             except RecordError:
                 pass
+
+
+class EventLock:
+    """Held while this run creates or deletes uprobe events.
+
+    perf probe -f picks the next free name (alloc_1, alloc_2, ...) by
+    reading the existing events, then writes the new one: two runs at the
+    same moment pick the same name, and one fails with "Failed to write
+    event: File exists" (3 of 8 runs started together). The lock is an
+    flock on tracefs' uprobe_events itself, which every run has and which
+    nothing has to clean up; it is released by the kernel if the run dies.
+    Recordings themselves run in parallel."""
+
+    def __init__(self, tracefs_path, timeout=COMMAND_TIMEOUT):
+        self.path = os.path.join(tracefs_path, "uprobe_events")
+        self.timeout = timeout
+        self.fd = None
+
+    def __enter__(self):
+        try:
+            self.fd = os.open(self.path, os.O_RDONLY)
+        except OSError as e:
+            raise RecordError("cannot open %s: %s" % (self.path, e.strerror))
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return self
+            except OSError:
+                if time.monotonic() > deadline:
+                    os.close(self.fd)
+                    self.fd = None
+                    raise RecordError("another allocsites has held %s for "
+                                      "%d s" % (self.path, self.timeout))
+                time.sleep(0.02)
+
+    def __exit__(self, *exc):
+        if self.fd is not None:
+            os.close(self.fd)   # releases the lock
+            self.fd = None
+        return False
 
 
 # --- the program and its probes -----------------------------------------

@@ -31,18 +31,18 @@ class RecordCommandTest(unittest.TestCase):
 
 
 class MmapPagesTest(unittest.TestCase):
-    def test_two_cpus_get_64_mib_each(self):
-        self.assertEqual(recorder.mmap_pages(cpus=2), 16384)
+    def test_two_cpus_get_128_mib_each(self):
+        self.assertEqual(recorder.mmap_pages(cpus=2), 32768)
 
-    def test_one_cpu_is_capped_at_64_mib(self):
-        self.assertEqual(recorder.mmap_pages(cpus=1), 16384)
+    def test_one_cpu_is_capped_at_128_mib(self):
+        self.assertEqual(recorder.mmap_pages(cpus=1), 32768)
 
     def test_many_cpus_get_at_least_16_mib(self):
         self.assertEqual(recorder.mmap_pages(cpus=64), 4096)
 
     def test_power_of_two_below_the_share(self):
-        # 128 MiB / 3 = 42.7 MiB -> 32 MiB = 8192 pages
-        self.assertEqual(recorder.mmap_pages(cpus=3), 8192)
+        # 256 MiB / 3 = 85.3 MiB -> 64 MiB = 16384 pages
+        self.assertEqual(recorder.mmap_pages(cpus=3), 16384)
 
 
 class BoostTest(unittest.TestCase):
@@ -177,3 +177,16 @@ class ProbeEventsRemoveTest(unittest.TestCase):
                 self.assertEqual(f.read().splitlines(), [
                     "probe -q -d sdt_rt:alloc_1 -d sdt_rt:exit_1",
                     "probe -q -d sdt_rt:alloc_1", "probe -q -d sdt_rt:exit_1"])
+
+
+class EventLockTest(unittest.TestCase):
+    def test_second_holder_waits_then_gives_up_with_one_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            open(os.path.join(tmp, "uprobe_events"), "w").close()
+            with recorder.EventLock(tmp):
+                with self.assertRaisesRegex(RecordError, r"another allocsites has held "
+                                            r".*uprobe_events for 0 s"):
+                    with recorder.EventLock(tmp, timeout=0.1):
+                        pass
+            with recorder.EventLock(tmp, timeout=0.1):   # free again
+                pass
