@@ -39,7 +39,7 @@ clean:
 # Figures for docs/benchmarks.md and bench/README.md (not part of check):
 # run as root on an idle machine. Each script prints Markdown; the
 # results are kept in $(BUILD)/bench/*.md (progress goes to stderr).
-# About 40 minutes.
+# About 50 minutes.
 BENCH_OUT = $(BUILD)/bench
 bench: deps all
 	@sh ci/install-bench-deps.sh
@@ -50,3 +50,4 @@ bench: deps all
 	$(PYTHON) bench/offcost_callgrind.py > $(BENCH_OUT)/offcost.md && cat $(BENCH_OUT)/offcost.md
 	$(PYTHON) bench/exact_burst.py > $(BENCH_OUT)/exact_burst.md && cat $(BENCH_OUT)/exact_burst.md
 	$(PYTHON) bench/sampled_overhead.py > $(BENCH_OUT)/sampled_overhead.md && cat $(BENCH_OUT)/sampled_overhead.md
+	$(PYTHON) bench/loss_stress.py > $(BENCH_OUT)/loss_stress.md && cat $(BENCH_OUT)/loss_stress.md
