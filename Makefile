@@ -50,4 +50,5 @@ bench: deps all
 	$(PYTHON) bench/offcost_callgrind.py > $(BENCH_OUT)/offcost.md && cat $(BENCH_OUT)/offcost.md
 	$(PYTHON) bench/exact_burst.py > $(BENCH_OUT)/exact_burst.md && cat $(BENCH_OUT)/exact_burst.md
 	$(PYTHON) bench/sampled_overhead.py > $(BENCH_OUT)/sampled_overhead.md && cat $(BENCH_OUT)/sampled_overhead.md
+	$(PYTHON) bench/fixed_cost.py > $(BENCH_OUT)/fixed_cost.md && cat $(BENCH_OUT)/fixed_cost.md
 	$(PYTHON) bench/loss_stress.py > $(BENCH_OUT)/loss_stress.md && cat $(BENCH_OUT)/loss_stress.md
