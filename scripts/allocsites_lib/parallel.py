@@ -1,0 +1,449 @@
+"""`allocsites report` with K perf script workers, split by time.
+
+perf script is single-threaded, and most of a report is perf's: reading
+(and, with -z, decompressing) the file, unwinding every stack, building
+the Python arguments. So the report runs K of them at once, each on one
+time range of the recording:
+
+  1. perfdata.scan() reads the sample times (and the loss) in one cheap
+     pass; split() cuts them into K ranges of about equal sample counts.
+  2. K x `perf script -i FILE --no-inline --time START,END -s
+     allocsites.py -- --worker-out DIR/tally.N ...`. perf's --time range
+     is inclusive at both ends, in ns (time-utils.c:
+     perf_time__skip_sample drops t < start or t > end), so the ranges
+     [start_i, start_(i+1) - 1] hold every sample exactly once. Records
+     perf wrote twice share their nanosecond, so they land in the same
+     worker, where Tally's duplicate filter sees both.
+  3. Each worker writes its Tally (pickle) at trace_end instead of a
+     report; this process merges them (Tally.merge) and builds the report
+     with the usual pipeline.
+
+A worker that fails (exit status, signal, no tally) is never dropped
+silently: its status and the error lines it printed become read_errors,
+which the report turns into warnings and a non-zero exit status.
+
+Progress: each worker writes the time of its latest sample to a side
+file every PROGRESS_EVERY events; with a terminal on stderr, this
+process shows the share of the samples done.
+"""
+
+import bisect
+import collections
+import os
+import pickle
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+TALLY_VERSION = 1
+PROGRESS_EVERY = 4096       # events between a worker's progress writes
+PROGRESS_INTERVAL = 0.25    # seconds between progress lines
+MIN_SAMPLES_PER_WORKER = 20000  # below this a second perf process costs more
+MAX_ERROR_LINES = 5         # error lines kept per worker
+
+# Lines of perf's stderr that mean part of the file was not read.
+ERROR_MARKERS = ("failed", "couldn't", "can't", "cannot",
+                 "error", "corrupt", "problem processing", "invalid",
+                 "incompatible", "bad ", "truncated", "unknown sample",
+                 "traceback", "allocsites:")
+
+
+# ---------------------------------------------------------------- worker
+
+def write_tally(path, tally, handler_errors, perf_inlines):
+    """The worker's result, written to path.tmp then renamed, so the
+    parent never reads half a file."""
+    payload = {"version": TALLY_VERSION, "tally": tally,
+               "handler_errors": handler_errors,
+               "perf_inlines": perf_inlines}
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.rename(tmp, path)
+
+
+def read_tally(path):
+    """(tally, handler_errors, perf_inlines) from write_tally's file;
+    raises OSError or ValueError."""
+    with open(path, "rb") as f:
+        try:
+            payload = pickle.load(f)
+        except Exception as e:  # noqa: BLE001 - any unpickling failure
+            raise ValueError("unreadable tally file: %s" % e)
+    if not isinstance(payload, dict) or \
+            payload.get("version") != TALLY_VERSION:
+        raise ValueError("tally file of another version")
+    return payload["tally"], payload["handler_errors"], payload["perf_inlines"]
+
+
+def write_pids(path, pids):
+    """{thread id: process id} for the workers (see parse.Reader)."""
+    with open(path, "wb") as f:
+        pickle.dump(dict(pids), f, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def read_pids(path):
+    with open(path, "rb") as f:
+        pids = pickle.load(f)
+    if not isinstance(pids, dict):
+        raise ValueError("%s: not a map of thread ids" % path)
+    return pids
+
+
+class ProgressWriter:
+    """Worker side: the latest sample time, fixed width, at offset 0."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+
+    def write(self, sample_time):
+        try:
+            os.pwrite(self.fd, b"%020d" % sample_time, 0)
+        except (OSError, TypeError):
+            pass
+
+
+def read_progress(path):
+    """The time a worker last wrote, or None."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read(20)
+    except OSError:
+        return None
+    return int(text) if len(text) == 20 and text.isdigit() else None
+
+
+# ---------------------------------------------------------------- split
+
+def split(times, k):
+    """Sorted sample times -> at most k ranges (start, end) of ns,
+    inclusive, about equal in samples; start None: from the beginning, end
+    None: to the end. A run of equal times is never cut, so there may be
+    fewer than k ranges."""
+    n = len(times)
+    if k <= 1 or n == 0:
+        return [(None, None)]
+    starts = []
+    for i in range(1, k):
+        t = times[i * n // k]
+        if t > times[0] and (not starts or t > starts[-1]):
+            starts.append(t)
+    ranges = []
+    begin = None
+    for s in starts:
+        ranges.append((begin, s - 1))
+        begin = s
+    ranges.append((begin, None))
+    return ranges
+
+
+def format_time(ns):
+    """ns -> perf's 'seconds.nanoseconds' (parse_nsec_time reads up to 9
+    fraction digits)."""
+    return "%d.%09d" % divmod(ns, 1000000000)
+
+
+def time_option(start, end):
+    """--time value for a range of split(), or None for the whole file."""
+    if start is None and end is None:
+        return None
+    return "%s,%s" % ("" if start is None else format_time(start),
+                      "" if end is None else format_time(end))
+
+
+def describe_range(start, end):
+    def fmt(ns):
+        return "%d.%06d" % (ns // 1000000000, ns % 1000000000 // 1000)
+    if start is None and end is None:
+        return "the whole recording"
+    return "samples from %s to %s" % (
+        "the start" if start is None else fmt(start),
+        "the end" if end is None else fmt(end))
+
+
+def samples_in(times, start, end):
+    """(index of the first, count) of the sorted times in [start, end]."""
+    lo = 0 if start is None else bisect.bisect_left(times, start)
+    hi = len(times) if end is None else bisect.bisect_right(times, end)
+    return lo, hi - lo
+
+
+def worker_count(cpus, samples, decompressed, mem_available):
+    """How many workers: one per CPU, but not more than the samples
+    justify, nor more than the memory holds (perf 6.1 keeps every
+    decompressed record of a -z file in memory until it exits)."""
+    k = max(1, cpus)
+    k = min(k, max(1, samples // MIN_SAMPLES_PER_WORKER))
+    if decompressed and mem_available:
+        k = min(k, max(1, mem_available // (decompressed + (64 << 20))))
+    return k
+
+
+def cpu_count():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def mem_available():
+    """MemAvailable in bytes, or None."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+# ---------------------------------------------------------------- progress
+
+def progress_text(done, total):
+    """'allocsites: report 45% (96000 of 213431 samples)'."""
+    if total <= 0:
+        return "allocsites: report running"
+    done = max(0, min(done, total))
+    return "allocsites: report %d%% (%d of %d samples)" % (
+        100 * done // total, done, total)
+
+
+class Progress:
+    """One line on a terminal, rewritten in place (\\r) at most every
+    `interval` seconds and erased by clear(). Silent unless the stream is
+    a terminal."""
+
+    def __init__(self, stream, interval=PROGRESS_INTERVAL,
+                 clock=time.monotonic, enabled=None):
+        self.stream = stream
+        self.interval = interval
+        self.clock = clock
+        if enabled is None:
+            try:
+                enabled = stream.isatty()
+            except (AttributeError, ValueError):
+                enabled = False
+        self.enabled = enabled
+        self.last_time = None
+        self.width = 0
+
+    def show(self, text):
+        if not self.enabled:
+            return
+        now = self.clock()
+        if self.last_time is not None and now - self.last_time < self.interval:
+            return
+        self.last_time = now
+        pad = max(0, self.width - len(text))
+        self.stream.write("\r" + text + " " * pad)
+        self.stream.flush()
+        self.width = len(text)
+
+    def clear(self):
+        if self.enabled and self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+            self.width = 0
+
+
+# ---------------------------------------------------------------- parent
+
+class Interrupted(Exception):
+    """SIGINT, SIGTERM or SIGHUP while the workers ran."""
+
+    def __init__(self, sig):
+        Exception.__init__(self, sig)
+        self.sig = sig
+
+
+class Worker:
+    def __init__(self, index, count, start, end, tmpdir):
+        self.index = index
+        self.count = count
+        self.start = start
+        self.end = end
+        self.tally_path = os.path.join(tmpdir, "tally.%d" % index)
+        self.progress_path = os.path.join(tmpdir, "progress.%d" % index)
+        self.stderr_path = os.path.join(tmpdir, "stderr.%d" % index)
+        self.proc = None
+        self.first = 0       # index of its first sample in the sorted times
+        self.samples = 0
+
+    def name(self):
+        if self.count == 1:
+            return "perf script"
+        return "perf script worker %d of %d (%s)" % (
+            self.index + 1, self.count, describe_range(self.start, self.end))
+
+    def command(self, perf, data, entry_script, report_args, pids_path=None):
+        cmd = [perf, "script", "-i", data, "--no-inline"]
+        window = time_option(self.start, self.end)
+        if window:
+            cmd += ["--time", window]
+        cmd += ["-s", entry_script, "--", "--worker-out", self.tally_path,
+                "--worker-progress", self.progress_path]
+        if pids_path:
+            cmd += ["--worker-pids", pids_path]
+        return cmd + list(report_args)
+
+
+# tallies: how many workers' tallies were merged (0: nothing to report);
+# passthrough: perf's other stderr lines, once each.
+Result = collections.namedtuple(
+    "Result", "tally tallies handler_errors perf_inlines read_errors "
+              "passthrough")
+
+
+def error_lines(text):
+    """perf's stderr -> (lines that say part of the file was not read,
+    other non-empty lines)."""
+    errors, other = [], []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        low = line.lower()
+        (errors if any(m in low for m in ERROR_MARKERS) else other).append(
+            line)
+    return errors, other
+
+
+def collect(workers, tally_factory):
+    """Merges the workers' tallies; returns a Result. read_errors: one
+    line per problem (status, missing tally, perf's error lines)."""
+    tally = tally_factory()
+    tallies = handler_errors = 0
+    perf_inlines = False
+    read_errors = []
+    passthrough = []
+    for w in workers:
+        status = w.proc.returncode if w.proc is not None else None
+        try:
+            with open(w.stderr_path, "r", encoding="utf-8",
+                      errors="replace") as f:
+                errors, other = error_lines(f.read())
+        except OSError:
+            errors, other = [], []
+        for line in other:
+            if line not in passthrough:
+                passthrough.append(line)
+        problems = []
+        if status is None:
+            problems.append("%s did not run" % w.name())
+        elif status < 0:
+            problems.append("%s was killed by signal %d" % (w.name(), -status))
+        elif status > 0:
+            problems.append("%s exited with status %d" % (w.name(), status))
+        got_tally = False
+        try:
+            part, errs, inlines = read_tally(w.tally_path)
+            tally.merge(part)
+            handler_errors += errs
+            perf_inlines = perf_inlines or inlines
+            got_tally = True
+            tallies += 1
+        except FileNotFoundError:
+            problems.append("%s wrote no tally: its samples are missing"
+                            % w.name())
+        except (OSError, ValueError, TypeError) as e:
+            problems.append("%s: its tally cannot be read (%s): its samples "
+                            "are missing" % (w.name(), e))
+        if problems or errors:
+            if not problems and got_tally:
+                problems.append("%s reported errors" % w.name())
+            read_errors.extend(problems)
+            read_errors.extend("%s: perf: %s" % (w.name(), line)
+                               for line in errors[:MAX_ERROR_LINES])
+            if len(errors) > MAX_ERROR_LINES:
+                read_errors.append("%s: perf: (%d more lines)" % (
+                    w.name(), len(errors) - MAX_ERROR_LINES))
+    return Result(tally, tallies, handler_errors, perf_inlines, read_errors,
+                  passthrough)
+
+
+def _raise_interrupted(sig, _frame):
+    raise Interrupted(sig)
+
+
+def run(perf, data, entry_script, report_args, ranges, times, tally_factory,
+        pids=None, err=sys.stderr, progress=None):
+    """Runs one worker per range of split(); returns collect()'s Result.
+    pids: {thread id: process id} for the workers, or None (they then
+    read it from perf_sample_dict). Raises Interrupted on SIGINT, SIGTERM
+    or SIGHUP, after stopping the workers. Every temporary file is
+    removed, whatever happens."""
+    tmpdir = tempfile.mkdtemp(prefix="allocsites-report-")
+    workers = [Worker(i, len(ranges), start, end, tmpdir)
+               for i, (start, end) in enumerate(ranges)]
+    for w in workers:
+        w.first, w.samples = samples_in(times, w.start, w.end)
+    progress = progress or Progress(err)
+    saved = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            saved[sig] = signal.signal(sig, _raise_interrupted)
+        pids_path = None
+        if pids is not None:
+            pids_path = os.path.join(tmpdir, "pids")
+            write_pids(pids_path, pids)
+        for w in workers:
+            with open(w.stderr_path, "wb") as stderr:
+                w.proc = subprocess.Popen(
+                    w.command(perf, data, entry_script, report_args,
+                              pids_path),
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=stderr)
+        _wait(workers, times, progress)
+        progress.clear()
+        return collect(workers, tally_factory)
+    except OSError as e:
+        raise RuntimeError("cannot run perf: %s" % e)
+    finally:
+        # A second Ctrl-C must not cut the cleanup short.
+        for sig in saved:
+            signal.signal(sig, signal.SIG_IGN)
+        progress.clear()
+        _stop(workers)
+        shutil.rmtree(tmpdir, ignore_errors=True)
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def _wait(workers, times, progress):
+    total = len(times)
+    while True:
+        running = [w for w in workers if w.proc.poll() is None]
+        if not running:
+            return
+        done = 0
+        for w in workers:
+            if w.proc.returncode is not None:
+                done += w.samples
+                continue
+            t = read_progress(w.progress_path)
+            if t is not None:
+                done += max(0, min(w.samples,
+                                   bisect.bisect_right(times, t) - w.first))
+        progress.show(progress_text(done, total))
+        try:
+            running[0].proc.wait(timeout=PROGRESS_INTERVAL)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _stop(workers):
+    """Kills the workers still running (an interrupted report) and reaps
+    them all, so none outlives the report or writes to a removed dir."""
+    for w in workers:
+        if w.proc is not None and w.proc.poll() is None:
+            try:
+                w.proc.kill()
+            except OSError:
+                pass
+    for w in workers:
+        if w.proc is not None:
+            w.proc.wait()
