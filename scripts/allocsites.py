@@ -47,23 +47,33 @@ class Run:
             self.pids = parallel.read_pids(self.opts.worker_pids)
         self.read = parse.Reader(self.perf_inlines, self.pids).read
         self.add = self.tally.add_fields
-        self.events = 0
+        self.delivered = 0   # events perf handed over, whatever they were
+        # A worker whose time range ends before the recording does stops
+        # once it has had all its samples (the command counted them):
+        # reading the rest of the file would only cost time.
+        self.stop_after = self.opts.worker_samples if self.opts.worker_out \
+            else None
         self.progress = None
         if self.opts.worker_progress:
             self.progress = parallel.ProgressWriter(self.opts.worker_progress)
 
     def event(self, event_name, fields, sample=None):
+        self.delivered += 1
         try:
             values = self.read(event_name, fields, sample)
             if values is None:
                 self.tally.add(None)
-                return
-            self.add(*values)
-            self.events += 1
-            if self.progress and not self.events % parallel.PROGRESS_EVERY:
-                self.progress.write(values[7])
+            else:
+                self.add(*values)
+                if self.progress and \
+                        not self.delivered % parallel.PROGRESS_EVERY:
+                    self.progress.write(values[7])
         except Exception:  # noqa: BLE001 - see the file comment
             self.handler_errors += 1
+        if self.delivered == self.stop_after:
+            trace_end()
+            sys.stderr.flush()
+            os._exit(0)
 
     def finish(self):
         if self.opts.worker_out:

@@ -275,6 +275,8 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     perf = recorder.find_perf()
     recorder.check_perf_data(data)
     read_errors = []
+    cpus = parallel.cpu_count()
+    before = parallel.cpu_use()
     try:
         scan = perfdata.scan(data)
     except perfdata.PerfDataError as e:
@@ -284,16 +286,17 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     if scan is not None:
         times = scan.times
         k = jobs or parallel.worker_count(
-            parallel.cpu_count(), len(times), scan.decompressed,
-            parallel.mem_available())
-        ranges = parallel.split(times, k)
+            cpus, len(times), scan.decompressed, parallel.mem_available(),
+            parallel.free_cpus(before, parallel.cpu_use(), cpus))
+        ranges = parallel.split(times, k, parallel.read_cost(scan))
     else:   # one worker on the whole file, loss from perf report --stats
         times, ranges = [], [(None, None)]
     try:
-        result = parallel.run(perf, data, ENTRY_SCRIPT, report_args, ranges,
-                              times, lambda: Tally(opts.min_size),
-                              scan.pids if scan is not None and scan.pids
-                              else None, err)
+        result = parallel.run(
+            perf, data, ENTRY_SCRIPT, report_args, ranges, times,
+            lambda: Tally(opts.min_size),
+            pids=scan.pids if scan is not None and scan.pids else None,
+            stop_early=scan is not None and scan.all_tracepoints, err=err)
     except parallel.Interrupted as e:
         err.write("allocsites: report interrupted; nothing written\n")
         return 128 + e.sig

@@ -88,6 +88,8 @@ def parser(prog="allocsites.py"):
     p.add_argument("--worker-out", default=None, help=argparse.SUPPRESS)
     p.add_argument("--worker-progress", default=None, help=argparse.SUPPRESS)
     p.add_argument("--worker-pids", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--worker-samples", type=int, default=None,
+                   help=argparse.SUPPRESS)
     return p
 
 

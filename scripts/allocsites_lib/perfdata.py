@@ -93,7 +93,9 @@ class Scan:
     lost_samples: {event name: samples lost} from
     PERF_RECORD_LOST_SAMPLES; lost_records: PERF_RECORD_LOST records;
     decompressed: bytes of records inside PERF_RECORD_COMPRESSED (perf 6.1
-    keeps all of them in memory while it reads the file)."""
+    keeps all of them in memory while it reads the file); all_tracepoints:
+    every event is a tracepoint, so perf hands the script every sample
+    (samples == len(times))."""
 
     def __init__(self):
         self.times = []
@@ -103,6 +105,8 @@ class Scan:
         self.lost_records = 0
         self.decompressed = 0
         self.compressed = False
+        self.data_size = 0          # bytes of the data section
+        self.all_tracepoints = True
 
     def lost(self, event_prefix="sdt_rt:"):
         """(lost, None) or (None, reason): the figures and the rule of
@@ -399,7 +403,9 @@ def _scan(mm, size):
         raise PerfDataError("no event names (feature EVENT_DESC)")
     read_event_names(mm, sections[FEAT_EVENT_DESC], attrs)
     result = Scan()
+    result.data_size = data_size
     records = _Records(attrs, result)
+    result.all_tracepoints = records.all_tracepoints
     decompressor = None
     if FEAT_COMPRESSED in sections:
         off = sections[FEAT_COMPRESSED][0]

@@ -36,8 +36,8 @@ def perf_range(option):
 
 class SplitTest(unittest.TestCase):
 
-    def check_partition(self, times, k):
-        ranges = parallel.split(times, k)
+    def check_partition(self, times, k, read_cost=0.0):
+        ranges = parallel.split(times, k, read_cost)
         self.assertLessEqual(len(ranges), max(1, k))
         self.assertIsNone(ranges[0][0])
         self.assertIsNone(ranges[-1][1])
@@ -87,6 +87,31 @@ class SplitTest(unittest.TestCase):
     def test_more_workers_than_samples(self):
         self.check_partition([1, 2, 3], 8)
 
+    def test_early_ranges_get_more_samples_when_reading_costs(self):
+        # A worker stops reading after its range, the last reads it all.
+        times = list(range(10 ** 6, 10 ** 6 + 10000))
+        for k in (2, 3, 4):
+            for cost in (0.0, 0.59, 3.0):
+                with self.subTest(k=k, read_cost=cost):
+                    ranges = self.check_partition(times, k, cost)
+                    self.assertEqual(len(ranges), k)
+                    shares = [parallel.samples_in(times, s, e)[1] / 10000
+                              for s, e in ranges]
+                    ends = [sum(shares[:i + 1]) for i in range(k)]
+                    costs = [cost * (ends[i] if i < k - 1 else 1) + shares[i]
+                             for i in range(k)]
+                    for c in costs:
+                        self.assertAlmostEqual(c, costs[0], delta=0.002)
+                    if cost:
+                        self.assertEqual(shares, sorted(shares, reverse=True))
+
+    def test_balanced_ends(self):
+        self.assertEqual([round(e, 6) for e in parallel.balanced_ends(4, 0)],
+                         [0.25, 0.5, 0.75])
+        (e,) = parallel.balanced_ends(2, 0.59)
+        # (f + 1) e = f + 1 - e, so e = (f + 1) / (f + 2)
+        self.assertAlmostEqual(e, 1.59 / 2.59, places=6)
+
     def test_time_option_format(self):
         self.assertEqual(parallel.time_option(None, 655613035122),
                          ",655.613035122")
@@ -104,6 +129,50 @@ class SplitTest(unittest.TestCase):
         gib = 1 << 30
         self.assertEqual(wc(16, 10 ** 7, 2 * gib, 5 * gib), 2)  # memory
         self.assertEqual(wc(16, 10 ** 7, 2 * gib, gib), 1)
+        # CPUs other processes keep busy are not counted.
+        self.assertEqual(wc(2, 213431, 0, None, free=0.9), 1)
+        self.assertEqual(wc(2, 213431, 0, None, free=1.6), 2)
+        self.assertEqual(wc(8, 10 ** 7, 0, None, free=0.0), 1)
+
+    def test_free_cpus(self):
+        # (machine busy s, this process busy s, time)
+        self.assertAlmostEqual(parallel.free_cpus((10, 1, 0), (11.1, 1.5, 1),
+                                                  2), 1.4)
+        self.assertEqual(parallel.free_cpus((10, 1, 0), (16, 1, 1), 2), 0.0)
+        self.assertIsNone(parallel.free_cpus((10, 1, 0), (10, 1, 0.01), 2))
+        self.assertIsNone(parallel.free_cpus(None, (10, 1, 1), 2))
+        self.assertEqual(len(parallel.cpu_use()), 3)
+
+
+class WorkerCommandTest(unittest.TestCase):
+
+    def test_command(self):
+        w = parallel.Worker(0, 2, None, 655877054733, "/tmp/d")
+        w.stop_after = 131020
+        self.assertEqual(
+            w.command("perf", "x.data", "/a/allocsites.py", ["--top", "5"],
+                      "/tmp/d/pids"),
+            ["perf", "script", "-i", "x.data", "--no-inline", "--time",
+             ",655.877054733", "-s", "/a/allocsites.py", "--",
+             "--worker-out", "/tmp/d/tally.0", "--worker-progress",
+             "/tmp/d/progress.0", "--worker-pids", "/tmp/d/pids",
+             "--worker-samples", "131020", "--top", "5"])
+        last = parallel.Worker(1, 2, 655877054734, None, "/tmp/d")
+        self.assertEqual(last.command("perf", "x.data", "/a/s.py", []),
+                         ["perf", "script", "-i", "x.data", "--no-inline",
+                          "--time", "655.877054734,", "-s", "/a/s.py", "--",
+                          "--worker-out", "/tmp/d/tally.1",
+                          "--worker-progress", "/tmp/d/progress.1"])
+        whole = parallel.Worker(0, 1, None, None, "/tmp/d")
+        self.assertNotIn("--time", whole.command("perf", "x", "s", []))
+
+    def test_worker_options_are_hidden_report_options(self):
+        opts = options.parse(["--worker-out", "t", "--worker-samples", "7",
+                              "--worker-pids", "p", "--worker-progress", "q"])
+        self.assertEqual((opts.worker_out, opts.worker_samples,
+                          opts.worker_pids, opts.worker_progress),
+                         ("t", 7, "p", "q"))
+        self.assertNotIn("worker", options.parser().format_help())
 
 
 class TallyFileTest(unittest.TestCase):
