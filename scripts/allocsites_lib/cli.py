@@ -272,6 +272,11 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     stdout = stdout or sys.stdout
     err = err or sys.stderr
     opts = options.parse(report_args, prog="allocsites report")  # fail early
+    for name in ("worker_out", "worker_progress", "worker_pids",
+                 "worker_samples"):
+        if getattr(opts, name) is not None:
+            raise Usage("--%s is for the report's own perf script workers"
+                        % name.replace("_", "-"))
     perf = recorder.find_perf()
     recorder.check_perf_data(data)
     read_errors = []

@@ -298,15 +298,17 @@ class Progress:
                 enabled = False
         self.enabled = enabled
         self.last_time = None
+        self.last_text = None
         self.width = 0
 
     def show(self, text):
-        if not self.enabled:
+        if not self.enabled or text == self.last_text:
             return
         now = self.clock()
         if self.last_time is not None and now - self.last_time < self.interval:
             return
         self.last_time = now
+        self.last_text = text
         pad = max(0, self.width - len(text))
         self.stream.write("\r" + text + " " * pad)
         self.stream.flush()
@@ -317,6 +319,7 @@ class Progress:
             self.stream.write("\r" + " " * self.width + "\r")
             self.stream.flush()
             self.width = 0
+            self.last_text = None
 
 
 # ---------------------------------------------------------------- parent
@@ -506,6 +509,10 @@ def run(perf, data, entry_script, report_args, ranges, times, tally_factory,
 
 
 def _wait(workers, times, progress):
+    if not progress.enabled:
+        for w in workers:
+            w.proc.wait()
+        return
     total = len(times)
     while True:
         running = [w for w in workers if w.proc.poll() is None]

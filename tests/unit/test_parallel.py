@@ -248,6 +248,8 @@ class ProgressTest(unittest.TestCase):
         p.show("allocsites: report 20% (2 of 10 samples)")   # too soon
         clock.now = 0.3
         p.show("allocsites: report 9%")
+        clock.now = 0.9
+        p.show("allocsites: report 9%")   # unchanged: not written again
         p.clear()
         first = "allocsites: report 10% (1 of 10 samples)"
         second = "allocsites: report 9%"
@@ -366,6 +368,13 @@ class ReadErrorsInReportTest(unittest.TestCase):
         clean = pipeline.build_report(make_tally(), opts, symbolizer(), 0,
                                       None)
         self.assertEqual(len(report.warnings), len(clean.warnings) + 1)
+
+
+class ReportRefusesWorkerOptionsTest(unittest.TestCase):
+
+    def test_refused(self):
+        with self.assertRaisesRegex(cli.Usage, "--worker-out"):
+            cli.report("x.data", ["--worker-out", "t"])
 
 
 class TakeJobsTest(unittest.TestCase):
