@@ -11,7 +11,8 @@ import signal
 import subprocess
 import sys
 
-from . import options, perfrun, recorder
+from . import options, parallel, perfdata, perfrun, pipeline, recorder
+from .fold import Tally
 from .recorder import RecordError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -20,7 +21,7 @@ ENTRY_SCRIPT = os.path.join(os.path.dirname(HERE), "allocsites.py")
 USAGE = """\
 usage: allocsites record [-o FILE] [--sample BYTES] [--stack-size BYTES] [--lib SO] [--frees]
                          -- PROG [ARGS...]
-       allocsites report [-i FILE] [report options, see allocsites report --help]
+       allocsites report [-i FILE] [-j N] [report options, see allocsites report --help]
        allocsites [record options] [report options] -- PROG [ARGS...]
 
 Per-call-site allocation profiles of allocators annotated with the rt USDT
@@ -281,24 +282,108 @@ def summarize(perf, output, out):
                   "incomplete (see docs/design.md, Loss)\n")
 
 
-# perf script stops unwinding at 127 frames (the kernel.perf_event_max_stack
-# sysctl) unless told otherwise, whatever the stack copy holds. A stack
-# copy of at most 65528 bytes holds at most 8191 frames (8 bytes each at
-# the least: a return address).
-MAX_STACK = 8192
+# allocsites report's status when the profile is incomplete (the same as
+# scripts/allocsites.py's).
+INCOMPLETE = 3
+
+REPORT_HELP = """
+allocsites report options:
+  -i FILE, --input FILE  perf data file to read (default: perf.data)
+  -j N, --jobs N         perf script workers, each on a time range of the
+                         recording (default: one per CPU, fewer for small
+                         or, with -z, memory-heavy recordings)
+"""
 
 
-def report(data, report_args, stdout=None):
-    """Runs perf script with allocsites.py on data; returns its status."""
-    options.parse(report_args, prog="allocsites report")  # fail early
+def report(data, report_args, stdout=None, jobs=None, err=None):
+    """Reports the recording at data: perf script workers run allocsites.py
+    on time ranges of it (parallel.py), this process merges their tallies
+    and writes the outputs. jobs: the number of workers (None: one per
+    CPU, within limits). Returns 0 (complete, or not checked), 3 when the
+    profile is incomplete (events missing, or part of the recording not
+    read: the report says which), 1 when nothing could be read, or
+    128+signal when interrupted."""
+    stdout = stdout or sys.stdout
+    err = err or sys.stderr
+    opts = options.parse(report_args, prog="allocsites report")  # fail early
+    for name in ("worker_out", "worker_progress", "worker_pids",
+                 "worker_samples"):
+        if getattr(opts, name) is not None:
+            raise Usage("--%s is for the report's own perf script workers"
+                        % name.replace("_", "-"))
     perf = recorder.find_perf()
     recorder.check_perf_data(data)
-    cmd = [perf, "script", "-i", data, "--no-inline", "--max-stack",
-           str(MAX_STACK), "-s", ENTRY_SCRIPT, "--"] + report_args
+    read_errors = []
+    cpus = parallel.cpu_count()
+    before = parallel.cpu_use()
     try:
-        return subprocess.call(cmd, stdout=stdout)
-    except OSError as e:
-        raise RecordError("cannot run perf: %s" % e)
+        scan = perfdata.scan(data)
+    except perfdata.PerfDataError as e:
+        scan = None
+        if e.corrupt:
+            read_errors.append("%s: %s" % (data, e))
+    if scan is not None:
+        times = scan.times
+        k = jobs or parallel.worker_count(
+            cpus, len(times), scan.decompressed, parallel.mem_available(),
+            parallel.free_cpus(before, parallel.cpu_use(), cpus))
+        ranges = parallel.split(times, k, parallel.read_cost(scan))
+    else:   # one worker on the whole file, loss from perf report --stats
+        times, ranges = [], [(None, None)]
+    try:
+        result = parallel.run(
+            perf, data, ENTRY_SCRIPT, report_args, ranges, times,
+            lambda: Tally(opts.min_size),
+            pids=scan.pids if scan is not None and scan.pids else None,
+            stop_early=scan is not None and scan.all_tracepoints, err=err)
+    except parallel.Interrupted as e:
+        err.write("allocsites: report interrupted; nothing written\n")
+        return 128 + e.sig
+    except RuntimeError as e:
+        raise RecordError(str(e))
+    for line in result.passthrough:
+        err.write(line + "\n")
+    read_errors += result.read_errors
+    if not result.tallies:
+        for line in read_errors:
+            err.write("allocsites: error: %s\n" % line)
+        err.write("allocsites: no report: perf script read nothing of %s\n"
+                  % data)
+        return 1
+    if scan is not None:
+        lost, reason = scan.lost()
+    else:
+        lost, reason = perfrun.count_lost(data, perf)
+    from .symbolize import Symbolizer
+    rep = pipeline.finish_report(
+        result.tally, opts, Symbolizer(), lost, reason, os.path.abspath(data),
+        result.handler_errors, result.perf_inlines, read_errors)
+    pipeline.write_outputs(rep, opts, out=stdout, err=err)
+    return INCOMPLETE if rep.verdict.complete is False else 0
+
+
+def take_jobs(args):
+    """(-j/--jobs value or None, the other args)."""
+    jobs, rest = None, []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        value = None
+        if a in ("-j", "--jobs"):
+            if i + 1 >= len(args):
+                raise Usage("%s needs a value" % a)
+            value, i = args[i + 1], i + 2
+        elif a.startswith("--jobs="):
+            value, i = a[len("--jobs="):], i + 1
+        else:
+            rest.append(a)
+            i += 1
+            continue
+        if not value.isdigit() or int(value) < 1:
+            raise Usage("%s: not a number of workers: %r" % (a.split("=")[0],
+                                                            value))
+        jobs = int(value)
+    return jobs, rest
 
 
 def take_input(args):
@@ -349,8 +434,10 @@ def dispatch(argv):
         data, rest = take_input(argv[1:])
         if "-h" in rest or "--help" in rest:
             sys.stdout.write(options.parser("allocsites report").format_help())
+            sys.stdout.write(REPORT_HELP)
             return 0
-        return report(data, rest)
+        jobs, rest = take_jobs(rest)
+        return report(data, rest, jobs=jobs)
     if argv[0] == "record":
         ours, prog = split_program(argv[1:])
         rec, rest = take_record_options(ours)
@@ -363,10 +450,11 @@ def dispatch(argv):
     if prog is None:
         raise Usage("unknown command %s" % argv[0])
     rec, report_args = take_record_options(ours)
+    jobs, report_args = take_jobs(report_args)
     options.parse(report_args, prog="allocsites")  # fail before recording
     status = record(rec, prog)
     if not any(a == "--svg" or a.startswith("--svg=") for a in report_args):
         report_args = report_args + [
             "--svg", os.path.splitext(rec.output)[0] + ".svg"]
-    report_status = report(rec.output, report_args)
+    report_status = report(rec.output, report_args, jobs=jobs)
     return report_status or status

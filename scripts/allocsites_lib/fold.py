@@ -32,6 +32,14 @@ NO_CALLER = Frame("[no caller]", "", 0, "", False)
 CUT_SHORT = Frame("[stack cut short]", "", 0, "", False)
 
 
+def _exact_entry():
+    return [0, 0]
+
+
+def _sampled_entry():
+    return [0.0, 0, 0.0, 0]
+
+
 class Tally:
     """Raw event counts, keyed by (raw stack, tag). Cheap per event.
 
@@ -39,12 +47,16 @@ class Tally:
     sampled: rt:sample events, [count estimate, bytes estimate,
     sum(weight / size**2), samples] per key (docs/sampling.md: the
     estimates are sum(weight / size) and sum(weight); the third sum times
-    R is the variance of the count estimate)."""
+    R is the variance of the count estimate).
+
+    A parallel report has one Tally per perf script worker and merges
+    them (merge(); every field needs a rule in MERGE_RULES). The entry
+    factories are module functions so that a Tally pickles."""
 
     def __init__(self, min_size=0):
         self.min_size = min_size
-        self.stacks = collections.defaultdict(lambda: [0, 0])
-        self.sampled = collections.defaultdict(lambda: [0.0, 0, 0.0, 0])
+        self.stacks = collections.defaultdict(_exact_entry)
+        self.sampled = collections.defaultdict(_sampled_entry)
         self.weight_gcd = 0                   # = R, the mean gap in bytes
         self.events = collections.Counter()   # kind -> events seen
         self.malformed = 0                    # rt events perf could not decode
@@ -64,43 +76,67 @@ class Tally:
         if event is None:
             self.malformed += 1
             return
+        self.add_fields(event.kind, event.pid, event.tid, event.size,
+                        event.tag, event.counts if event.kind == "exit"
+                        else event.weight, event.frames, event.time)
+
+    def add_fields(self, kind, pid, tid, size, tag, weight, frames, time):
+        """add() with the Event's fields (but ptr) as arguments: the
+        per-event path inside perf (parse.Reader.read gives them as a plain
+        tuple, no Event built). For rt:exit, weight is its counts."""
         # perf 6.1 on this kernel sometimes writes one sample record twice
         # (same thread, same nanosecond, same arguments: ~1 in 100000 in
         # bench/exact_burst.py, with or without -z, at any -m). Two real
         # events of one thread cannot share a nanosecond (each is a trap of
         # over a microsecond), so the second is dropped and counted.
-        if event.time is not None:
-            if self._last_time.get(event.tid) == event.time:
+        if time is not None:
+            last = self._last_time
+            if last.get(tid) == time:
                 self.duplicates += 1
                 return
-            self._last_time[event.tid] = event.time
-        self.events[event.kind] += 1
-        if event.kind == "exit":
-            fired = self.fired.setdefault(event.pid, [0, 0, 0])
-            for i, n in enumerate(event.counts):
+            last[tid] = time
+        self.events[kind] += 1
+        if kind == "exit":   # weight: rt:exit's (allocs, frees, samples)
+            fired = self.fired.setdefault(pid, [0, 0, 0])
+            for i, n in enumerate(weight):
                 fired[i] += n
             return
-        self.received[event.pid][event.kind] += 1
-        if event.kind == "free":
+        self.received[pid][kind] += 1
+        if kind == "free":
             self.frees[0] += 1
-            self.frees[1] += event.size
+            self.frees[1] += size
             return
-        if event.size < self.min_size:
+        if size < self.min_size:
             self.filtered += 1
             return
-        if not event.frames:
+        if not frames:
             self.no_callchain += 1
-        if event.kind == "alloc":
-            entry = self.stacks[(event.frames, event.tag)]
+        if kind == "alloc":
+            entry = self.stacks[(frames, tag)]
             entry[0] += 1
-            entry[1] += event.size
-        elif event.size > 0 and event.weight > 0:   # kind == "sample"
-            entry = self.sampled[(event.frames, event.tag)]
-            entry[0] += event.weight / event.size
-            entry[1] += event.weight
-            entry[2] += event.weight / (event.size * event.size)
+            entry[1] += size
+        elif size > 0 and weight > 0:   # kind == "sample"
+            entry = self.sampled[(frames, tag)]
+            entry[0] += weight / size
+            entry[1] += weight
+            entry[2] += weight / (size * size)
             entry[3] += 1
-            self.weight_gcd = math.gcd(self.weight_gcd, event.weight)
+            self.weight_gcd = math.gcd(self.weight_gcd, weight)
+
+    def merge(self, other):
+        """Adds other's counts to this Tally (a worker's, from another time
+        range of the same recording) and returns self. Every field is
+        merged by its rule in MERGE_RULES; a field without a rule raises
+        TypeError, so a new field cannot be dropped silently."""
+        names = set(vars(self)) | set(vars(other))
+        missing = sorted(names - set(MERGE_RULES))
+        if missing:
+            raise TypeError("Tally.merge has no rule for field(s) %s: add "
+                            "them to fold.MERGE_RULES" % ", ".join(missing))
+        for name in sorted(names):
+            setattr(self, name, MERGE_RULES[name](
+                name, getattr(self, name), getattr(other, name)))
+        return self
 
     def mode(self):
         """'exact' if rt:alloc was recorded (it wins when both were),
@@ -117,6 +153,76 @@ class Tally:
     def dsos(self):
         """Every DSO that appears in a recorded stack."""
         return {raw.dso for frames, _ in self.keys() for raw in frames}
+
+
+def _same(name, mine, theirs):
+    if mine != theirs:
+        raise ValueError("cannot merge tallies with different %s: %r and %r"
+                         % (name, mine, theirs))
+    return mine
+
+
+def _sum(_name, mine, theirs):
+    return mine + theirs
+
+
+def _sum_pairwise(_name, mine, theirs):
+    return [a + b for a, b in zip(mine, theirs)]
+
+
+def _sum_entries(_name, mine, theirs):
+    for key, entry in theirs.items():
+        target = mine[key]
+        for i, value in enumerate(entry):
+            target[i] += value
+    return mine
+
+
+def _sum_counter(_name, mine, theirs):
+    mine.update(theirs)   # Counter.update adds
+    return mine
+
+
+def _sum_per_process(_name, mine, theirs):
+    """{pid: Counter} or {pid: [allocs, frees, samples]}: summed per pid."""
+    for pid, counts in theirs.items():
+        if pid not in mine:
+            mine[pid] = counts
+        elif isinstance(counts, list):
+            mine[pid] = [a + b for a, b in zip(mine[pid], counts)]
+        else:
+            mine[pid].update(counts)
+    return mine
+
+
+def _gcd(_name, mine, theirs):
+    return math.gcd(mine, theirs)
+
+
+def _latest(_name, mine, theirs):
+    for tid, time in theirs.items():
+        if tid not in mine or time > mine[tid]:
+            mine[tid] = time
+    return mine
+
+
+# How Tally.merge combines each field: fn(name, mine, theirs) -> merged.
+# A new Tally field needs an entry (tests/unit/test_merge.py checks it).
+MERGE_RULES = {
+    "min_size": _same,
+    "stacks": _sum_entries,
+    "sampled": _sum_entries,
+    "weight_gcd": _gcd,
+    "events": _sum_counter,
+    "malformed": _sum,
+    "filtered": _sum,
+    "frees": _sum_pairwise,
+    "no_callchain": _sum,
+    "duplicates": _sum,
+    "_last_time": _latest,   # only the duplicate filter reads it
+    "received": _sum_per_process,
+    "fired": _sum_per_process,
+}
 
 
 class Site:

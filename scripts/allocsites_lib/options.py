@@ -83,6 +83,13 @@ def parser(prog="allocsites.py"):
                           "that directly calls the allocator is a wrapper: "
                           "charge its caller instead (repeatable)")
     p.add_argument("--title", default=None, help="flame graph title")
+    # Set by `allocsites report` for its perf script workers
+    # (parallel.py): write the Tally and the progress there, no report.
+    p.add_argument("--worker-out", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--worker-progress", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--worker-pids", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--worker-samples", type=int, default=None,
+                   help=argparse.SUPPRESS)
     return p
 
 

@@ -28,8 +28,10 @@ def collect_tag_names(tally, symbolizer):
 def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                  read_errors=(), interrupted=False):
     """data: the perf.data path, to notice binaries rebuilt since;
-    read_errors: what perf printed when it could not read part of the
-    recording; interrupted: the report stopped before the end."""
+    read_errors: one-line strings, each a part of the recording that perf
+    could not read (a failed perf script worker, perf's error lines): the
+    profile is then incomplete; interrupted: the report stopped before
+    the end."""
     names = collect_tag_names(tally, symbolizer)
     tags = set(opts.tag) if opts.tag else None
     mode = tally.mode()
@@ -75,6 +77,8 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     if tally.malformed:
         warnings.append("%d rt events could not be decoded (missing probe "
                         "arguments?)" % tally.malformed)
+    for line in read_errors or ():
+        warnings.append("not read: %s" % line)
     filters = {"tag": opts.tag, "min_size": opts.min_size,
                "depth": opts.depth, "top": opts.top, "skip": opts.skip}
     check = completeness.verdict(tally.received, tally.fired, lost,
@@ -83,6 +87,27 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     return Report(mode, result, dict(tally.events), tally.malformed, lost,
                   lost_reason, tuple(tally.frees), filters, warnings, sampling,
                   tally.duplicates, check)
+
+
+def finish_report(tally, opts, symbolizer, lost, lost_reason, data=None,
+                  handler_errors=0, perf_inlines=False, read_errors=(),
+                  interrupted=False):
+    """build_report plus what only the perf script run knows: handler
+    exceptions, inline expansion, no events at all. Used by
+    allocsites.py's trace_end and by `allocsites report` after merging
+    its workers' tallies."""
+    report = build_report(tally, opts, symbolizer, lost, lost_reason, data,
+                          read_errors=read_errors, interrupted=interrupted)
+    if handler_errors:
+        report.warnings.append("%d events raised in the handler and were "
+                               "skipped" % handler_errors)
+    if perf_inlines:
+        report.warnings.append("perf script ran without --no-inline: "
+                               "slower, and recursion through inlined "
+                               "functions may lose frames")
+    if not tally.events:
+        report.warnings.append("no sdt_rt events in this recording")
+    return report
 
 
 def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):

@@ -247,5 +247,126 @@ class RobustnessTest(unittest.TestCase):
         self.assertIsNone(parse.event_from_perf(b"sdt_rt__alloc", fields(), None))
 
 
+
+def common(f, s=655, ns=613035122, pid=None):
+    """fields() plus what perf passes a 3-argument trace_unhandled."""
+    f = dict(f)
+    f["common_s"], f["common_ns"] = s, ns
+    if pid is not None:
+        f["common_pid"] = pid
+    return f
+
+
+class ReaderTest(unittest.TestCase):
+    """parse.Reader: event_from_perf's answers, cheaper per event."""
+
+    def slow(self, name, f, smp=None, inlines=False, pids=None):
+        ev = parse.event_from_perf(name, f, smp, inlines)
+        if ev is None:
+            return None
+        pid = ev.pid
+        if not isinstance(smp, dict) and pids:
+            try:
+                pid = pids.get(ev.tid, ev.tid)
+            except TypeError:   # an unhashable tid
+                pass
+        return (ev.kind, pid, ev.tid, ev.size, ev.tag, ev.weight, ev.frames,
+                ev.time)
+
+    def cases(self):
+        good = common(fields(0x10, 48, 3, callchain=CHAIN), pid=101)
+        cases = [("sdt_rt__alloc", good), ("sdt_rt__alloc_1", good),
+                 ("sdt_rt__free", good), ("sched__switch", good),
+                 ("sdt_rt__sample", common(fields(weight=4096,
+                                                  callchain=CHAIN))),
+                 ("sdt_rt__sample", common(fields(callchain=CHAIN))),
+                 ("sdt_rt__alloc", common(fields(size=-1, tag=-1,
+                                                 callchain=CHAIN))),
+                 ("sdt_rt__alloc", fields(callchain=CHAIN)),   # no time
+                 ("sdt_rt__alloc", common(fields())),          # no chain
+                 ("sdt_rt__alloc", common(fields(callchain=None))),
+                 ("sdt_rt__alloc", common(fields(callchain=[
+                     "x", None, {"ip": "0x1"}, entry(0x20, "ok", 0x10, 0x10)]))),
+                 ("sdt_rt__alloc", common(fields(callchain=[{"ip": {}}]))),
+                 ("sdt_rt__alloc", None), ("sdt_rt__alloc", []),
+                 ("sdt_rt__alloc", 5), (None, good), (["x"], good)]
+        for key in ("arg2", "arg3", "common_pid", "common_s"):
+            for bad in ("16", 16.0, None, [16]):
+                f = dict(good)
+                f[key] = bad
+                cases.append(("sdt_rt__alloc", f))
+            f = dict(good)
+            del f[key]
+            cases.append(("sdt_rt__alloc", f))
+        return cases
+
+    def samples(self):
+        """perf_sample_dicts, good and odd, for a 4-argument handler."""
+        good = {"sample": {"pid": 100, "tid": 101, "time": 5000},
+                "callchain": CHAIN}
+        out = [good, sample(CHAIN, pid=7, tid=8), {"callchain": CHAIN},
+               {"sample": {"pid": 1, "tid": 2}}, {}, "x", None]
+        for key in ("pid", "tid", "time"):
+            for bad in ("1", 1.5, None):
+                s = {"sample": dict(good["sample"]), "callchain": CHAIN}
+                s["sample"][key] = bad
+                out.append(s)
+            s = {"sample": dict(good["sample"]), "callchain": CHAIN}
+            del s["sample"][key]
+            out.append(s)
+        return out
+
+    def test_same_answers_as_event_from_perf(self):
+        for inlines in (False, True):
+            reader = parse.Reader(inlines)
+            for _ in range(2):   # first sight, then from the caches
+                for i, (name, f) in enumerate(self.cases()):
+                    with self.subTest(case=i, inlines=inlines):
+                        self.assertEqual(reader.read(name, f),
+                                         self.slow(name, f, None, inlines))
+
+    def test_same_answers_with_a_sample_dict(self):
+        reader = parse.Reader(pids={101: 55})
+        f = common(fields(0x10, 48, 3, callchain=CHAIN), pid=101)
+        for _ in range(2):
+            for i, smp in enumerate(self.samples()):
+                with self.subTest(case=i):
+                    self.assertEqual(reader.read("sdt_rt__alloc", f, smp),
+                                     self.slow("sdt_rt__alloc", f, smp,
+                                               pids=reader.pids))
+
+    def test_process_id_from_pids(self):
+        pids = {101: 100}
+        reader = parse.Reader(pids=pids)
+        for i, (name, f) in enumerate(self.cases()):
+            with self.subTest(case=i):
+                self.assertEqual(reader.read(name, f),
+                                 self.slow(name, f, pids=pids))
+        r = reader.read("sdt_rt__alloc", common(fields(), pid=101))
+        self.assertEqual(r[1:3], (100, 101))
+        r = reader.read("sdt_rt__alloc", common(fields(), pid=77))
+        self.assertEqual(r[1:3], (77, 77))   # not in pids: the thread id
+
+    def test_tid_and_time_from_common_fields(self):
+        r = parse.Reader().read("sdt_rt__alloc", common(
+            fields(0x10, 48, 3, callchain=CHAIN), s=12, ns=5, pid=77))
+        self.assertEqual(r, ("alloc", 77, 77, 48, 3, None, CHAIN_FRAMES,
+                             12000000005))
+
+    def test_a_chain_is_converted_once(self):
+        reader = parse.Reader()
+        a = reader.read("sdt_rt__alloc", common(fields(callchain=CHAIN)))
+        b = reader.read("sdt_rt__alloc", common(fields(
+            callchain=[dict(e) for e in CHAIN])))
+        self.assertIs(a[6], b[6])
+
+    def test_inline_entries_dropped_when_perf_expands(self):
+        chain = [entry(0x100, "inl", 0x80, 0x80),
+                 entry(0x100, "real", 0x80, 0x80)]
+        for inlines, n in ((True, 1), (False, 2)):
+            r = parse.Reader(inlines).read("sdt_rt__alloc",
+                                           common(fields(callchain=chain)))
+            self.assertEqual(len(r[6]), n)
+
 if __name__ == "__main__":
     unittest.main()

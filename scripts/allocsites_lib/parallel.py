@@ -1,0 +1,556 @@
+"""`allocsites report` with K perf script workers, split by time.
+
+perf script is single-threaded, and most of a report is perf's: reading
+(and, with -z, decompressing) the file, unwinding every stack, building
+the Python arguments. So the report runs K of them at once, each on one
+time range of the recording:
+
+  1. perfdata.scan() reads the sample times (and the loss) in one cheap
+     pass; split() cuts them into K ranges of about equal sample counts.
+  2. K x `perf script -i FILE --no-inline --time START,END -s
+     allocsites.py -- --worker-out DIR/tally.N ...`. perf's --time range
+     is inclusive at both ends, in ns (time-utils.c:
+     perf_time__skip_sample drops t < start or t > end), so the ranges
+     [start_i, start_(i+1) - 1] hold every sample exactly once. Records
+     perf wrote twice share their nanosecond, so they land in the same
+     worker, where Tally's duplicate filter sees both.
+  3. Each worker writes its Tally (pickle) at trace_end instead of a
+     report; this process merges them (Tally.merge) and builds the report
+     with the usual pipeline.
+
+A worker that fails (exit status, signal, no tally) is never dropped
+silently: its status and the error lines it printed become read_errors,
+which the report turns into warnings and a non-zero exit status.
+
+Progress: each worker writes the time of its latest sample to a side
+file every PROGRESS_EVERY events; with a terminal on stderr, this
+process shows the share of the samples done.
+"""
+
+import bisect
+import collections
+import os
+import pickle
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+TALLY_VERSION = 1
+PROGRESS_EVERY = 4096       # events between a worker's progress writes
+PROGRESS_INTERVAL = 0.25    # seconds between progress lines
+MIN_SAMPLES_PER_WORKER = 20000  # below this a second perf process costs more
+MAX_ERROR_LINES = 5         # error lines kept per worker
+
+# Lines of perf's stderr that mean part of the file was not read.
+ERROR_MARKERS = ("failed", "couldn't", "can't", "cannot",
+                 "error", "corrupt", "problem processing", "invalid",
+                 "incompatible", "bad ", "truncated", "unknown sample",
+                 "traceback", "allocsites:")
+
+
+# ---------------------------------------------------------------- worker
+
+def write_tally(path, tally, handler_errors, perf_inlines):
+    """The worker's result, written to path.tmp then renamed, so the
+    parent never reads half a file."""
+    payload = {"version": TALLY_VERSION, "tally": tally,
+               "handler_errors": handler_errors,
+               "perf_inlines": perf_inlines}
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.rename(tmp, path)
+
+
+def read_tally(path):
+    """(tally, handler_errors, perf_inlines) from write_tally's file;
+    raises OSError or ValueError."""
+    with open(path, "rb") as f:
+        try:
+            payload = pickle.load(f)
+        except Exception as e:  # noqa: BLE001 - any unpickling failure
+            raise ValueError("unreadable tally file: %s" % e)
+    if not isinstance(payload, dict) or \
+            payload.get("version") != TALLY_VERSION:
+        raise ValueError("tally file of another version")
+    return payload["tally"], payload["handler_errors"], payload["perf_inlines"]
+
+
+def write_pids(path, pids):
+    """{thread id: process id} for the workers (see parse.Reader)."""
+    with open(path, "wb") as f:
+        pickle.dump(dict(pids), f, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def read_pids(path):
+    with open(path, "rb") as f:
+        pids = pickle.load(f)
+    if not isinstance(pids, dict):
+        raise ValueError("%s: not a map of thread ids" % path)
+    return pids
+
+
+class ProgressWriter:
+    """Worker side: the latest sample time, fixed width, at offset 0."""
+
+    def __init__(self, path):
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+
+    def write(self, sample_time):
+        try:
+            os.pwrite(self.fd, b"%020d" % sample_time, 0)
+        except (OSError, TypeError):
+            pass
+
+
+def read_progress(path):
+    """The time a worker last wrote, or None."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read(20)
+    except OSError:
+        return None
+    return int(text) if len(text) == 20 and text.isdigit() else None
+
+
+# ---------------------------------------------------------------- split
+
+def balanced_ends(k, read_cost):
+    """Where k workers should stop, as shares of the samples (k-1 values).
+
+    Worker i reads the file up to its last sample, then stops (see
+    --worker-samples); the last one reads it all. With the cost of
+    reading the whole file = read_cost and of processing all samples = 1,
+    worker i costs read_cost * e_i + (e_i - e_(i-1)); the ends make every
+    worker cost the same. read_cost 0 gives equal shares."""
+    def ends(c):
+        out, e = [], 0.0
+        for _ in range(k - 1):
+            e = (c + e) / (read_cost + 1)
+            out.append(e)
+        return out
+
+    lo, hi = 0.0, read_cost + 1.0
+    for _ in range(60):   # the last worker's cost falls as c grows
+        c = (lo + hi) / 2
+        last = read_cost + 1 - ends(c)[-1]
+        lo, hi = (c, hi) if last > c else (lo, c)
+    return ends((lo + hi) / 2)
+
+
+def split(times, k, read_cost=0.0):
+    """Sorted sample times -> at most k ranges (start, end) of ns,
+    inclusive; start None: from the beginning, end None: to the end. The
+    ranges hold equal shares of the samples, or with read_cost (see
+    balanced_ends) more for the early ones, which read less of the file.
+    A run of equal times is never cut, so there may be fewer than k."""
+    n = len(times)
+    if k <= 1 or n == 0:
+        return [(None, None)]
+    starts = []
+    for share in balanced_ends(k, read_cost):
+        t = times[min(n - 1, int(share * n))]
+        if t > times[0] and (not starts or t > starts[-1]):
+            starts.append(t)
+    ranges = []
+    begin = None
+    for s in starts:
+        ranges.append((begin, s - 1))
+        begin = s
+    ranges.append((begin, None))
+    return ranges
+
+
+def format_time(ns):
+    """ns -> perf's 'seconds.nanoseconds' (parse_nsec_time reads up to 9
+    fraction digits)."""
+    return "%d.%09d" % divmod(ns, 1000000000)
+
+
+def time_option(start, end):
+    """--time value for a range of split(), or None for the whole file."""
+    if start is None and end is None:
+        return None
+    return "%s,%s" % ("" if start is None else format_time(start),
+                      "" if end is None else format_time(end))
+
+
+def describe_range(start, end):
+    def fmt(ns):
+        return "%d.%06d" % (ns // 1000000000, ns % 1000000000 // 1000)
+    if start is None and end is None:
+        return "the whole recording"
+    return "samples from %s to %s" % (
+        "the start" if start is None else fmt(start),
+        "the end" if end is None else fmt(end))
+
+
+def samples_in(times, start, end):
+    """(index of the first, count) of the sorted times in [start, end]."""
+    lo = 0 if start is None else bisect.bisect_left(times, start)
+    hi = len(times) if end is None else bisect.bisect_right(times, end)
+    return lo, hi - lo
+
+
+def worker_count(cpus, samples, decompressed, mem_available, free=None):
+    """How many workers: one per CPU, but not more than the samples
+    justify, nor more than the memory holds (perf 6.1 keeps every
+    decompressed record of a -z file in memory until it exits), nor more
+    than the CPUs other processes left free (free, from cpu_use(); every
+    worker reads the file, so a worker without a CPU of its own costs
+    more than it saves)."""
+    k = max(1, cpus)
+    k = min(k, max(1, samples // MIN_SAMPLES_PER_WORKER))
+    if decompressed and mem_available:
+        k = min(k, max(1, mem_available // (decompressed + (64 << 20))))
+    if free is not None:
+        k = min(k, max(1, int(free + 0.5)))
+    return k
+
+
+# Relative cost of perf reading the file against processing its samples,
+# per byte of (decompressed) records per sample: measured on the 213431
+# samples of minicc 500 (-z, 8 KiB stacks: 6.4 s to read 1.8 GB, 10.9 s
+# to unwind and hand over the samples), and for uncompressed files a
+# guess (the page cache instead of zstd and fresh memory).
+READ_COST_PER_BYTE = {True: 0.59 / 8490, False: 0.15 / 8490}
+
+
+def read_cost(scan):
+    """balanced_ends' read_cost for a perfdata.Scan."""
+    if not scan.times:
+        return 0.0
+    per_sample = (scan.decompressed if scan.compressed else scan.data_size) \
+        / len(scan.times)
+    return READ_COST_PER_BYTE[scan.compressed] * per_sample
+
+
+def cpu_use():
+    """(busy CPU seconds of the machine, of this process, monotonic time):
+    two of them give the CPUs other processes kept busy in between."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        ticks = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return None
+    busy = (sum(fields) - fields[3] - fields[4]) / ticks
+    mine = os.times()
+    return busy, mine.user + mine.system, time.monotonic()
+
+
+def free_cpus(before, after, cpus):
+    """CPUs not used by other processes between two cpu_use() values, or
+    None when the interval is too short to tell."""
+    if before is None or after is None or after[2] - before[2] < 0.1:
+        return None
+    others = (after[0] - before[0]) - (after[1] - before[1])
+    return max(0.0, cpus - others / (after[2] - before[2]))
+
+
+def cpu_count():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def mem_available():
+    """MemAvailable in bytes, or None."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+# ---------------------------------------------------------------- progress
+
+def progress_text(done, total):
+    """'allocsites: report 45% (96000 of 213431 samples)'."""
+    if total <= 0:
+        return "allocsites: report running"
+    done = max(0, min(done, total))
+    return "allocsites: report %d%% (%d of %d samples)" % (
+        100 * done // total, done, total)
+
+
+class Progress:
+    """One line on a terminal, rewritten in place (\\r) at most every
+    `interval` seconds and erased by clear(). Silent unless the stream is
+    a terminal."""
+
+    def __init__(self, stream, interval=PROGRESS_INTERVAL,
+                 clock=time.monotonic, enabled=None):
+        self.stream = stream
+        self.interval = interval
+        self.clock = clock
+        if enabled is None:
+            try:
+                enabled = stream.isatty()
+            except (AttributeError, ValueError):
+                enabled = False
+        self.enabled = enabled
+        self.last_time = None
+        self.last_text = None
+        self.width = 0
+
+    def show(self, text):
+        if not self.enabled or text == self.last_text:
+            return
+        now = self.clock()
+        if self.last_time is not None and now - self.last_time < self.interval:
+            return
+        self.last_time = now
+        self.last_text = text
+        pad = max(0, self.width - len(text))
+        self.stream.write("\r" + text + " " * pad)
+        self.stream.flush()
+        self.width = len(text)
+
+    def clear(self):
+        if self.enabled and self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+            self.width = 0
+            self.last_text = None
+
+
+# ---------------------------------------------------------------- parent
+
+class Interrupted(Exception):
+    """SIGINT, SIGTERM or SIGHUP while the workers ran."""
+
+    def __init__(self, sig):
+        Exception.__init__(self, sig)
+        self.sig = sig
+
+
+class Worker:
+    def __init__(self, index, count, start, end, tmpdir):
+        self.index = index
+        self.count = count
+        self.start = start
+        self.end = end
+        self.tally_path = os.path.join(tmpdir, "tally.%d" % index)
+        self.progress_path = os.path.join(tmpdir, "progress.%d" % index)
+        self.stderr_path = os.path.join(tmpdir, "stderr.%d" % index)
+        self.proc = None
+        self.first = 0       # index of its first sample in the sorted times
+        self.samples = 0
+        self.stop_after = None   # samples after which it may stop reading
+
+    def name(self):
+        if self.count == 1:
+            return "perf script"
+        return "perf script worker %d of %d (%s)" % (
+            self.index + 1, self.count, describe_range(self.start, self.end))
+
+    def command(self, perf, data, entry_script, report_args, pids_path=None):
+        cmd = [perf, "script", "-i", data, "--no-inline", "--max-stack",
+               str(MAX_STACK)]
+        window = time_option(self.start, self.end)
+        if window:
+            cmd += ["--time", window]
+        cmd += ["-s", entry_script, "--", "--worker-out", self.tally_path,
+                "--worker-progress", self.progress_path]
+        if pids_path:
+            cmd += ["--worker-pids", pids_path]
+        if self.stop_after is not None:
+            cmd += ["--worker-samples", str(self.stop_after)]
+        return cmd + list(report_args)
+
+
+# perf script stops unwinding at 127 frames (the kernel.perf_event_max_stack
+# sysctl) unless told otherwise, whatever the stack copy holds. A stack
+# copy of at most 65528 bytes holds at most 8191 frames (8 bytes each at
+# the least: a return address).
+MAX_STACK = 8192
+
+
+# tallies: how many workers' tallies were merged (0: nothing to report);
+# passthrough: perf's other stderr lines, once each.
+Result = collections.namedtuple(
+    "Result", "tally tallies handler_errors perf_inlines read_errors "
+              "passthrough")
+
+
+def error_lines(text):
+    """perf's stderr -> (lines that say part of the file was not read,
+    other non-empty lines)."""
+    errors, other = [], []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        low = line.lower()
+        (errors if any(m in low for m in ERROR_MARKERS) else other).append(
+            line)
+    return errors, other
+
+
+def collect(workers, tally_factory):
+    """Merges the workers' tallies; returns a Result. read_errors: one
+    line per problem (status, missing tally, perf's error lines)."""
+    tally = tally_factory()
+    tallies = handler_errors = 0
+    perf_inlines = False
+    read_errors = []
+    passthrough = []
+    for w in workers:
+        status = w.proc.returncode if w.proc is not None else None
+        try:
+            with open(w.stderr_path, "r", encoding="utf-8",
+                      errors="replace") as f:
+                errors, other = error_lines(f.read())
+        except OSError:
+            errors, other = [], []
+        for line in other:
+            if line not in passthrough:
+                passthrough.append(line)
+        problems = []
+        if status is None:
+            problems.append("%s did not run" % w.name())
+        elif status < 0:
+            problems.append("%s was killed by signal %d" % (w.name(), -status))
+        elif status > 0:
+            problems.append("%s exited with status %d" % (w.name(), status))
+        got_tally = False
+        try:
+            part, errs, inlines = read_tally(w.tally_path)
+            tally.merge(part)
+            handler_errors += errs
+            perf_inlines = perf_inlines or inlines
+            got_tally = True
+            tallies += 1
+        except FileNotFoundError:
+            problems.append("%s wrote no tally: its samples are missing"
+                            % w.name())
+        except (OSError, ValueError, TypeError) as e:
+            problems.append("%s: its tally cannot be read (%s): its samples "
+                            "are missing" % (w.name(), e))
+        if problems or errors:
+            if not problems and got_tally:
+                problems.append("%s reported errors" % w.name())
+            read_errors.extend(problems)
+            read_errors.extend("%s: perf: %s" % (w.name(), line)
+                               for line in errors[:MAX_ERROR_LINES])
+            if len(errors) > MAX_ERROR_LINES:
+                read_errors.append("%s: perf: (%d more lines)" % (
+                    w.name(), len(errors) - MAX_ERROR_LINES))
+    return Result(tally, tallies, handler_errors, perf_inlines, read_errors,
+                  passthrough)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _raise_interrupted(sig, _frame):
+    raise Interrupted(sig)
+
+
+def _unblock_signals():
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+def run(perf, data, entry_script, report_args, ranges, times, tally_factory,
+        pids=None, stop_early=False, err=sys.stderr, progress=None):
+    """Runs one worker per range of split(); returns collect()'s Result.
+    pids: {thread id: process id} for the workers, or None (they then
+    read it from perf_sample_dict). stop_early: times are exactly the
+    samples perf hands the script, so a worker may stop reading once it
+    has had all of its range's (all but the last). Raises Interrupted on
+    SIGINT, SIGTERM or SIGHUP, after stopping the workers. Every
+    temporary file is removed, whatever happens."""
+    progress = progress or Progress(err)
+    workers = []
+    tmpdir = None
+    saved = {}
+    try:
+        for sig in STOP_SIGNALS:
+            saved[sig] = signal.signal(sig, _raise_interrupted)
+        tmpdir = tempfile.mkdtemp(prefix="allocsites-report-")
+        workers = [Worker(i, len(ranges), start, end, tmpdir)
+                   for i, (start, end) in enumerate(ranges)]
+        for w in workers:
+            w.first, w.samples = samples_in(times, w.start, w.end)
+            if stop_early and w.end is not None and w.samples:
+                w.stop_after = w.samples
+        pids_path = None
+        if pids is not None:
+            pids_path = os.path.join(tmpdir, "pids")
+            write_pids(pids_path, pids)
+        for w in workers:
+            # Signals wait until the worker has a handle (then _stop kills
+            # it); the worker itself starts with them unblocked.
+            signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+            try:
+                with open(w.stderr_path, "wb") as stderr:
+                    w.proc = subprocess.Popen(
+                        w.command(perf, data, entry_script, report_args,
+                                  pids_path),
+                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                        stderr=stderr, preexec_fn=_unblock_signals)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        _wait(workers, times, progress)
+        progress.clear()
+        return collect(workers, tally_factory)
+    except OSError as e:
+        raise RuntimeError("cannot run perf: %s" % e)
+    finally:
+        # A second Ctrl-C must not cut the cleanup short.
+        for sig in saved:
+            signal.signal(sig, signal.SIG_IGN)
+        progress.clear()
+        _stop(workers)
+        if tmpdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def _wait(workers, times, progress):
+    if not progress.enabled:
+        for w in workers:
+            w.proc.wait()
+        return
+    total = len(times)
+    while True:
+        running = [w for w in workers if w.proc.poll() is None]
+        if not running:
+            return
+        done = 0
+        for w in workers:
+            if w.proc.returncode is not None:
+                done += w.samples
+                continue
+            t = read_progress(w.progress_path)
+            if t is not None:
+                done += max(0, min(w.samples,
+                                   bisect.bisect_right(times, t) - w.first))
+        progress.show(progress_text(done, total))
+        try:
+            running[0].proc.wait(timeout=PROGRESS_INTERVAL)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _stop(workers):
+    """Kills the workers still running (an interrupted report) and reaps
+    them all, so none outlives the report or writes to a removed dir."""
+    for w in workers:
+        if w.proc is not None and w.proc.poll() is None:
+            try:
+                w.proc.kill()
+            except OSError:
+                pass
+    for w in workers:
+        if w.proc is not None:
+            w.proc.wait()
