@@ -11,6 +11,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def main(dirs):
+    # unittest imports each test file as a top-level module: two files of
+    # one name in two directories make discovery fail with an ImportError.
+    seen = {}
+    for d in dirs:
+        for name in os.listdir(d):
+            if name.startswith("test_") and name.endswith(".py"):
+                if name in seen:
+                    print("check: %s is in both %s and %s: rename one"
+                          % (name, seen[name], d))
+                    return 1
+                seen[name] = d
     suite = unittest.TestSuite()
     loader = unittest.TestLoader()
     for d in dirs:
