@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs what `make bench` needs beyond ci/install-deps.sh, only if
 # something is missing: the contenders (heaptrack, bpftrace, valgrind),
-# GNU time (peak RSS) and zstd (heaptrack's data files).
+# GNU time (peak RSS), zstd (heaptrack's data files), and Lua 5.4 with
+# luacheck (bench/stack_depth.py's interpreter and workload).
 set -eu
 
 missing=""
@@ -12,6 +13,8 @@ command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
 [ -f /usr/include/valgrind/valgrind.h ] || missing="$missing valgrind"
 [ -x /usr/bin/time ] || missing="$missing time"
 command -v zstd >/dev/null 2>&1 || missing="$missing zstd"
+[ -f /usr/lib/x86_64-linux-gnu/liblua5.4.a ] || missing="$missing liblua5.4-dev"
+[ -d /usr/share/lua/5.1/luacheck ] || missing="$missing lua-check"
 
 [ -z "$missing" ] && exit 0
 # shellcheck disable=SC2086
