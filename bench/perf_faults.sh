@@ -39,13 +39,13 @@ add_event() {
 ev=$(add_event "$prog")
 echo "1. -z: $prog 3000 makes 9322 allocations; each line: samples lost"
 for m in 65536 1024; do
-    for i in $(seq "$runs"); do
+    for _ in $(seq "$runs"); do
         perf record -q -z -m $m --call-graph dwarf,4096 -e "$ev" \
             -o "$tmp/z.data" -- "$prog" 3000 >/dev/null 2>&1
         echo "   -z -m $m: $(samples "$tmp/z.data")"
     done
 done
-for i in $(seq "$runs"); do
+for _ in $(seq "$runs"); do
     perf record -q -m 65536 --call-graph dwarf,4096 -e "$ev" \
         -o "$tmp/n.data" -- "$prog" 3000 >/dev/null 2>&1
     echo "   no -z -m 65536: $(samples "$tmp/n.data")"
@@ -55,7 +55,7 @@ perf probe -q -d "$ev"
 ev=$(add_event "$burst")
 echo "2. duplicates: $burst makes 750000 allocations; each line: samples lost"
 for m in 65536 16384 4096; do
-    for i in $(seq 3); do
+    for _ in 1 2 3; do
         perf record -q -m $m --call-graph dwarf,2048 -e "$ev" \
             -o "$tmp/d.data" -- "$burst" >/dev/null 2>&1
         echo "   -m $m: $(samples "$tmp/d.data")  (more than 750000 + lost = records written twice)"

@@ -18,4 +18,4 @@ with open(STACKCOLLAPSE) as f:
 
 
 def trace_unhandled(event_name, context, event_fields_dict, perf_sample_dict):
-    process_event(perf_sample_dict)  # noqa: F821 (defined by the exec)
+    globals()["process_event"](perf_sample_dict)   # defined by the exec

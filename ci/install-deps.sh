@@ -18,6 +18,9 @@ command -v make >/dev/null 2>&1 || missing="$missing make"
 command -v addr2line >/dev/null 2>&1 || missing="$missing binutils"
 command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
 [ -x /usr/bin/python3 ] || missing="$missing python3"
+# The lint test (tests/unit/test_lint.py).
+command -v pyflakes3 >/dev/null 2>&1 || missing="$missing pyflakes3"
+command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
 
 [ -z "$missing" ] && exit 0
 # shellcheck disable=SC2086

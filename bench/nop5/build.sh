@@ -2,7 +2,7 @@
 # Build the four probe variants: p1 (1-byte nop), p5 (5-byte nop),
 # s1/s5 (same, semaphore-guarded).
 set -e
-cd "$(dirname "$0")"
+cd "$(dirname "$0")" || exit 1
 CC=${CC:-gcc}
 CFLAGS="-O2 -g -Wall"
 $CC $CFLAGS -DNOP5=0 -DSEM=0 -DPNAME=p1 probe.c -o probe_p1

@@ -17,7 +17,7 @@
 # Creates the sdt_nopx:* events and deletes them on exit (never touches
 # other groups).
 set -u
-cd "$(dirname "$0")"
+cd "$(dirname "$0")" || exit 1
 REPS=${1:-5}
 N_NATIVE=${N_NATIVE:-2000000}
 N_REC=${N_REC:-200000}

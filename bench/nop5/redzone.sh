@@ -5,7 +5,7 @@
 # (Same commands as run by hand for REPORT.md; exit status of redzone_* is
 # 1 when corruption was seen.)
 set -u
-cd "$(dirname "$0")"
+cd "$(dirname "$0")" || exit 1
 gcc -O2 -g -Wall -DNOP5=0 -DPNAME=rz1 redzone.c -o redzone_1 || exit 1
 gcc -O2 -g -Wall -DNOP5=1 -DPNAME=rz5 redzone.c -o redzone_5 || exit 1
 trap 'perf probe -q -d "sdt_nopx:rz*" >/dev/null 2>&1; rm -rf data' EXIT
