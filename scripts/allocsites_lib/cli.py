@@ -327,7 +327,7 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         k = jobs or parallel.worker_count(
             cpus, len(times), scan.decompressed, parallel.mem_available(),
             parallel.free_cpus(before, parallel.cpu_use(), cpus))
-        ranges = parallel.split(times, k, parallel.read_cost(scan))
+        ranges = parallel.split(times, k, *parallel.costs(scan))
     else:   # one worker on the whole file, loss from perf report --stats
         times, ranges = [], [(None, None)]
     try:

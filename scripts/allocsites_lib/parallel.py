@@ -118,48 +118,78 @@ def read_progress(path):
 
 # ---------------------------------------------------------------- split
 
-def balanced_ends(k, read_cost):
-    """Where k workers should stop, as shares of the samples (k-1 values).
-
-    Worker i reads the file up to its last sample, then stops (see
-    --worker-samples); the last one reads it all. With the cost of
-    reading the whole file = read_cost and of processing all samples = 1,
-    worker i costs read_cost * e_i + (e_i - e_(i-1)); the ends make every
-    worker cost the same. read_cost 0 gives equal shares."""
-    def ends(c):
-        out, e = [], 0.0
-        for _ in range(k - 1):
-            e = (c + e) / (read_cost + 1)
-            out.append(e)
-        return out
-
-    lo, hi = 0.0, read_cost + 1.0
-    for _ in range(60):   # the last worker's cost falls as c grows
-        c = (lo + hi) / 2
-        last = read_cost + 1 - ends(c)[-1]
-        lo, hi = (c, hi) if last > c else (lo, c)
-    return ends((lo + hi) / 2)
-
-
-def split(times, k, read_cost=0.0):
+def split(times, k, read_us=0.0, work=None):
     """Sorted sample times -> at most k ranges (start, end) of ns,
-    inclusive; start None: from the beginning, end None: to the end. The
-    ranges hold equal shares of the samples, or with read_cost (see
-    balanced_ends) more for the early ones, which read less of the file.
-    A run of equal times is never cut, so there may be fewer than k."""
+    inclusive; start None: from the beginning, end None: to the end.
+
+    The ranges cost their workers the same, by this model: a worker reads
+    the file up to its range's last sample and stops there (the last one
+    reads it all), at read_us per sample read, and processes its own
+    samples, at the us of work: (time, us) of a sample of the samples,
+    sorted (each stands for len(times) / len(work) of them); without work
+    every sample costs 1. With read_us 0 and no work the ranges hold equal
+    numbers of samples. A run of equal times is never cut, so there may
+    be fewer than k ranges."""
     n = len(times)
     if k <= 1 or n == 0:
         return [(None, None)]
+    if work:
+        work_times = [t for t, _ in work]
+        scale = n / len(work)
+        cumulative, total = [], 0.0
+        for _, us in work:
+            total += us * scale
+            cumulative.append(total)
+
+        def processed(j):   # cost of processing samples [0, j)
+            i = bisect.bisect_right(work_times, times[j - 1]) if j else 0
+            return cumulative[i - 1] if i else 0.0
+    else:
+        def processed(j):
+            return float(j)
+
+    def end_of(first, budget):
+        """The smallest j > first with read_us * j + processed(j) -
+        processed(first) >= budget (n when there is none)."""
+        if first >= n:
+            return n
+        base = processed(first)
+        lo, hi = first + 1, n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if read_us * mid + processed(mid) - base >= budget:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    whole = read_us * n + processed(n)
+    lo, hi = 0.0, whole
+    for _ in range(50):   # the last worker's cost falls as budget grows
+        budget = (lo + hi) / 2
+        j = 0
+        for _ in range(k - 1):
+            j = end_of(j, budget)
+        if whole - processed(j) > budget:
+            lo = budget
+        else:
+            hi = budget
+    ends, j = [], 0
+    for _ in range(k - 1):
+        j = end_of(j, hi)
+        ends.append(j)
     starts = []
-    for share in balanced_ends(k, read_cost):
-        t = times[min(n - 1, int(share * n))]
+    for j in ends:
+        if j >= n:
+            break
+        t = times[j]
         if t > times[0] and (not starts or t > starts[-1]):
             starts.append(t)
     ranges = []
     begin = None
-    for s in starts:
-        ranges.append((begin, s - 1))
-        begin = s
+    for st in starts:
+        ranges.append((begin, st - 1))
+        begin = st
     ranges.append((begin, None))
     return ranges
 
@@ -211,21 +241,32 @@ def worker_count(cpus, samples, decompressed, mem_available, free=None):
     return k
 
 
-# Relative cost of perf reading the file against processing its samples,
-# per byte of (decompressed) records per sample: measured on the 213431
-# samples of minicc 500 (-z, 8 KiB stacks: 6.4 s to read 1.8 GB, 10.9 s
-# to unwind and hand over the samples), and for uncompressed files a
-# guess (the page cache instead of zstd and fresh memory).
-READ_COST_PER_BYTE = {True: 0.59 / 8490, False: 0.15 / 8490}
+# perf script's cost per sample, measured on the 213431 samples of
+# minicc 500 (perf 6.1 on the 2-CPU VM, -z, 8 KiB stacks): reading the
+# file, 7.0 s (3.9 ns a decompressed byte); handing the samples to
+# allocsites.py, 8.0 s more. Its lexing samples (96 bytes of stack below
+# main) cost less than its parsing ones (570): 22 us a sample and 0.064
+# us a byte of stack to unwind give the 8.0 s and the best split of two
+# workers found by trying (71% of the samples to the first). Reading an
+# uncompressed file is a guess: a quarter of the cost (the page cache
+# instead of zstd and fresh memory).
+READ_US_PER_BYTE = {True: 0.0039, False: 0.001}
+SAMPLE_US = 22.0
+STACK_US_PER_BYTE = 0.064
+MEAN_SAMPLE_US = 37.5   # without stack depths: minicc's mean
 
 
-def read_cost(scan):
-    """balanced_ends' read_cost for a perfdata.Scan."""
+def costs(scan):
+    """(read_us, work) for split(), from a perfdata.Scan."""
     if not scan.times:
-        return 0.0
+        return 0.0, None
     per_sample = (scan.decompressed if scan.compressed else scan.data_size) \
         / len(scan.times)
-    return READ_COST_PER_BYTE[scan.compressed] * per_sample
+    read_us = READ_US_PER_BYTE[scan.compressed] * per_sample
+    if not scan.depths:
+        return read_us / MEAN_SAMPLE_US, None
+    return read_us, [(t, SAMPLE_US + STACK_US_PER_BYTE * depth)
+                     for t, depth in scan.depths]
 
 
 def cpu_use():

@@ -48,11 +48,19 @@ SAMPLE_IP = 1 << 0
 SAMPLE_TID = 1 << 1
 SAMPLE_TIME = 1 << 2
 SAMPLE_ADDR = 1 << 3
+SAMPLE_READ = 1 << 4
+SAMPLE_CALLCHAIN = 1 << 5
 SAMPLE_ID = 1 << 6
 SAMPLE_CPU = 1 << 7
+SAMPLE_PERIOD = 1 << 8
 SAMPLE_STREAM_ID = 1 << 9
+SAMPLE_RAW = 1 << 10
+SAMPLE_BRANCH_STACK = 1 << 11
+SAMPLE_REGS_USER = 1 << 12
 SAMPLE_IDENTIFIER = 1 << 16
 ATTR_FLAG_SAMPLE_ID_ALL = 1 << 18
+X86_REG_SP = 7          # perf_regs.h: PERF_REG_X86_SP
+STACK_EVERY = 16        # one sample in this many gives its stack depth
 
 FEAT_EVENT_DESC = 12
 FEAT_COMPRESSED = 27
@@ -76,12 +84,15 @@ class PerfDataError(Exception):
 class Attr:
     """One perf_event_attr of the recording, with its ids and name."""
 
-    def __init__(self, type_, sample_type, flags, ids, name=None):
+    def __init__(self, type_, sample_type, flags, ids, name=None,
+                 regs_user=0, stack_user=0):
         self.type = type_
         self.sample_type = sample_type
         self.sample_id_all = bool(flags & ATTR_FLAG_SAMPLE_ID_ALL)
         self.ids = ids
         self.name = name
+        self.regs_user = regs_user      # sample_regs_user mask
+        self.stack_user = stack_user    # bytes of user stack per sample
 
 
 class Scan:
@@ -92,6 +103,10 @@ class Scan:
     script); pids: {thread id: process id} of the samples' threads;
     lost_samples: {event name: samples lost} from
     PERF_RECORD_LOST_SAMPLES; lost_records: PERF_RECORD_LOST records;
+    depths: (time, bytes of user stack above the thread's deepest
+    point... its shallowest one) of one sample in STACK_EVERY, sorted, when
+    the samples carry user registers (--call-graph dwarf): how much stack
+    perf will unwind for it, the bulk of perf script's work per sample;
     decompressed: bytes of records inside PERF_RECORD_COMPRESSED (perf 6.1
     keeps all of them in memory while it reads the file); all_tracepoints:
     every event is a tracepoint, so perf hands the script every sample
@@ -100,6 +115,8 @@ class Scan:
     def __init__(self):
         self.times = []
         self.pids = {}   # thread id -> process id, from the samples
+        self.depths = []
+        self._stack_points = []   # (time, tid, sp)
         self.samples = 0
         self.lost_samples = {}
         self.lost_records = 0
@@ -149,13 +166,17 @@ def read_attrs(mm, size, attr_size, attrs_off, attrs_size):
         type_ = struct.unpack_from("<I", mm, off)[0]
         sample_type, _read_format, flags = struct.unpack_from("<QQQ", mm,
                                                               off + 24)
+        regs_user = stack_user = 0
+        if attr_size - 16 >= 92:   # perf_event_attr up to sample_stack_user
+            regs_user, stack_user = struct.unpack_from("<QI", mm, off + 80)
         ids_off, ids_size = struct.unpack_from("<QQ", mm,
                                                off + attr_size - 16)
         if ids_off + ids_size > size or ids_size % 8:
             raise PerfDataError("attribute ids outside the file",
                                 corrupt=True)
         ids = list(struct.unpack_from("<%dQ" % (ids_size // 8), mm, ids_off))
-        attrs.append(Attr(type_, sample_type, flags, ids))
+        attrs.append(Attr(type_, sample_type, flags, ids,
+                          regs_user=regs_user, stack_user=stack_user))
     if not attrs:
         raise PerfDataError("no event attributes", corrupt=True)
     return attrs
@@ -263,6 +284,15 @@ class _Records:
                 raise PerfDataError("cannot tell the events' samples apart")
         self.all_tracepoints = all(a.type == PERF_TYPE_TRACEPOINT
                                    for a in attrs)
+        # Where SP is in a sample of each attribute (None: not there).
+        self.sp_layouts = {i: self._sp_layout(a) for a in attrs
+                           for i in a.ids}
+        self.sp_layout = self._sp_layout(attrs[0]) if len(attrs) == 1 or \
+            self.sample_id_off is None else None
+        self.stacks = self.sp_layout is not None or (
+            self.sample_id_off is not None and
+            any(self.sp_layouts.values()))
+        self.stack_countdown = STACK_EVERY
         # The id in the sample_id trailer of other records (sample_id_all).
         self.trailer_id_back = None
         if first.sample_id_all:
@@ -272,6 +302,41 @@ class _Records:
                 after = sum(1 for bit in (SAMPLE_STREAM_ID, SAMPLE_CPU)
                             if st & bit)
                 self.trailer_id_back = 8 * (after + 1)
+
+    @staticmethod
+    def _sp_layout(attr):
+        """(offset of the callchain or what follows it, has callchain, has
+        raw, index of SP in the user registers) in a sample of attr, or
+        None when its samples carry no SP at a computable place."""
+        st, mask = attr.sample_type, attr.regs_user
+        if not st & SAMPLE_REGS_USER or not mask >> X86_REG_SP & 1 or \
+                st & (SAMPLE_READ | SAMPLE_BRANCH_STACK):
+            return None
+        fixed = (SAMPLE_IDENTIFIER, SAMPLE_IP, SAMPLE_TID, SAMPLE_TIME,
+                 SAMPLE_ADDR, SAMPLE_ID, SAMPLE_STREAM_ID, SAMPLE_CPU,
+                 SAMPLE_PERIOD)
+        off = 8 + 8 * sum(1 for bit in fixed if st & bit)
+        sp_index = bin(mask & ((1 << X86_REG_SP) - 1)).count("1")
+        return (off, bool(st & SAMPLE_CALLCHAIN), bool(st & SAMPLE_RAW),
+                sp_index)
+
+    def stack_point(self, buf, pos, time, tid):
+        """Keeps (time, tid, user SP) of this sample."""
+        layout = self.sp_layout
+        if layout is None:
+            layout = self.sp_layouts.get(
+                U64.unpack_from(buf, pos + self.sample_id_off)[0])
+            if layout is None:
+                return
+        p, callchain, raw, sp_index = layout
+        p += pos
+        if callchain:
+            p += 8 + 8 * U64.unpack_from(buf, p)[0]
+        if raw:
+            p += 4 + struct.unpack_from("<I", buf, p)[0]
+        if U64.unpack_from(buf, p)[0]:   # abi: 0 when no user registers
+            sp = U64.unpack_from(buf, p + 8 + 8 * sp_index)[0]
+            self.scan._stack_points.append((time, tid, sp))
 
     def attr_of(self, buf, pos, size, back):
         """perf's evlist__id2evsel for a record: the first attribute when
@@ -303,10 +368,15 @@ class _Records:
             if pos + size > end:
                 break
             if type_ == PERF_RECORD_SAMPLE:
-                times.append(u64(buf, pos + time_off)[0])
+                t = u64(buf, pos + time_off)[0]
+                times.append(t)
                 if tid_off is not None:
                     pid_tid = u64(buf, pos + tid_off)[0]
                     pids[pid_tid >> 32] = pid_tid & 0xffffffff
+                    self.stack_countdown -= 1
+                    if not self.stack_countdown and self.stacks:
+                        self.stack_countdown = STACK_EVERY
+                        self.stack_point(buf, pos, t, pid_tid >> 32)
                 if self.all_tracepoints:
                     samples += 1
                 else:
@@ -430,4 +500,19 @@ def _scan(mm, size):
         if decompressor is not None:
             decompressor.close()
     result.times.sort()
+    result.depths = _depths(result._stack_points,
+                            max(a.stack_user for a in attrs))
+    result._stack_points = []
     return result
+
+
+def _depths(points, stack_user):
+    """(time, stack bytes) per point: the distance of its SP from the
+    highest SP seen in its thread (the thread's outermost frames), at most
+    the stack perf copied."""
+    top = {}
+    for _, tid, sp in points:
+        if sp > top.get(tid, 0):
+            top[tid] = sp
+    limit = stack_user or (1 << 16)
+    return sorted((t, min(top[tid] - sp, limit)) for t, tid, sp in points)
