@@ -146,8 +146,10 @@ except Exception as e:  # noqa: BLE001
     _fail("cannot start: %s" % e, 1)
 
 
-# The per-event path allocates no reference cycles; without the cyclic
-# GC scanning perf's per-event dicts, perf itself runs about 8% faster.
+# The per-event path allocates no reference cycles, and the cyclic GC
+# would keep scanning perf's per-event dicts: perf script with an empty
+# handler took 13.8 s instead of 15.4 s on the minicc recording with it
+# off (one run each). It is back on for trace_end.
 gc.disable()
 
 

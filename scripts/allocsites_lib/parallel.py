@@ -129,9 +129,10 @@ def split(times, k, read_us=0.0, work=None):
     sorted (each stands for len(times) / len(work) of them); without work
     every sample costs 1. With read_us 0 and no work the ranges hold equal
     numbers of samples. A run of equal times is never cut, so there may
-    be fewer than k ranges."""
+    be fewer than k ranges. perf never drops a sample of time 0 for
+    --time, so with one of those there is one range."""
     n = len(times)
-    if k <= 1 or n == 0:
+    if k <= 1 or n == 0 or times[0] == 0:
         return [(None, None)]
     if work:
         work_times = [t for t, _ in work]

@@ -82,6 +82,9 @@ class SplitTest(unittest.TestCase):
         self.assertEqual(parallel.split([1, 2, 3], 1), [(None, None)])
         self.assertEqual(parallel.split([], 4), [(None, None)])
         self.assertEqual(parallel.split([9] * 100, 4), [(None, None)])
+        # perf_time__skip_sample keeps time 0 in every range.
+        self.assertEqual(parallel.split([0] + list(range(5, 500)), 4),
+                         [(None, None)])
         self.assertIsNone(parallel.time_option(None, None))
 
     def test_more_workers_than_samples(self):
