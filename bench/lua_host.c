@@ -145,6 +145,20 @@ static inline __attribute__((always_inline)) void count_depth(void)
     depth_hist[d < NSTEPS ? d : NSTEPS - 1]++;
 }
 
+/* The new block n (header first) of nsize bytes: count it, fire rt:alloc
+ * and return it. A macro, not a helper: the probe must sit in l_alloc
+ * itself, since the report charges the first frame outside the function
+ * that holds it (an inlined helper would make l_alloc the site). */
+#define ALLOCATED(n, nsize, tag)                                              \
+    do {                                                                      \
+        count_depth();                                                        \
+        n_allocs++;                                                           \
+        n_bytes += (nsize);                                                   \
+        RT_ALLOC((n) + 1, (nsize), (tag));                                    \
+        FAULT_TRIGGER();                                                      \
+        return (n) + 1;                                                       \
+    } while (0)
+
 static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
     struct hdr *h = ptr ? (struct hdr *)ptr - 1 : NULL;
@@ -167,12 +181,7 @@ static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
         if (!n)
             return NULL;
         n->tag = tag;
-        count_depth();
-        n_allocs++;
-        n_bytes += nsize;
-        RT_ALLOC(n + 1, nsize, tag);
-        FAULT_TRIGGER();
-        return n + 1;
+        ALLOCATED(n, nsize, tag);
     }
     tag = (unsigned)h->tag;
     /* The free event comes before realloc: after it the old block may
@@ -183,12 +192,7 @@ static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     n = realloc(h, sizeof *n + nsize);
     if (!n)
         return NULL;
-    count_depth();
-    n_allocs++;
-    n_bytes += nsize;
-    RT_ALLOC(n + 1, nsize, tag);
-    FAULT_TRIGGER();
-    return n + 1;
+    ALLOCATED(n, nsize, tag);
 }
 
 /* At exit, also when the script ends with os.exit() (luacheck does). */
