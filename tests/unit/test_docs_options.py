@@ -1,0 +1,46 @@
+"""Every option the command's --help lists is documented (README.md or
+docs/output-formats.md), and every option the README's own usage
+section names exists. No perf needed."""
+import os, sys, unittest
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+
+import argparse
+import re
+
+from allocsites_lib import cli, options
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+OPTION_RE = re.compile(r"(?<![\w-])(--[a-z][a-z-]*)")
+
+
+def read(path):
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        return f.read()
+
+
+def help_options():
+    """The long options --help shows: record (the usage text), report
+    (argparse, hidden ones left out) and the report's own (-i, -j)."""
+    usage = cli.USAGE.split("examples:")[0]   # not the programs' own options
+    found = set(OPTION_RE.findall(usage)) | set(OPTION_RE.findall(cli.REPORT_HELP))
+    for action in options.parser()._actions:
+        if action.help != argparse.SUPPRESS:
+            found.update(o for o in action.option_strings if o.startswith("--"))
+    return found | {"--help"}
+
+
+class DocumentedOptions(unittest.TestCase):
+    def test_every_help_option_is_documented(self):
+        docs = read("README.md") + read("docs/output-formats.md")
+        documented = set(OPTION_RE.findall(docs))
+        self.assertEqual(sorted(help_options() - documented), [])
+
+    def test_every_option_in_the_readme_usage_exists(self):
+        readme = read("README.md")
+        usage = readme[readme.index("## Quick start on your own program"):
+                       readme.index("## Annotate your allocator")]
+        self.assertEqual(sorted(set(OPTION_RE.findall(usage)) - help_options()), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
