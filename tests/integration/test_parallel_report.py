@@ -29,37 +29,16 @@ def same_order(report):
     order of a set of DSO names, which Python's string hashing changes
     from process to process."""
     return dict(report, warnings=sorted(report["warnings"]))
-# The recording defaults the report is made fast for.
-RECORD_OPTIONS = ["-z", "-m", "16384", "--no-bpf-event",
-                  "--call-graph", "dwarf,8192"]
-
-
 class ParallelReport(ProfileTest):
 
     def record(self, prog, args, name="run.data"):
-        """perf record with RECORD_OPTIONS; the probe event is created
-        with perf probe -f and deleted by the exact name perf gave it."""
+        """allocsites record with its defaults (the recordings the parallel
+        report is made fast for), with rt:exit so completeness is checked."""
         data = os.path.join(self.tmp, name)
-        cache = os.path.join(self.tmp, "buildid")
-        out = subprocess.run(["perf", "--buildid-dir", cache, "probe", "-f",
-                              "-x", prog, "sdt_rt:alloc"],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             universal_newlines=True)
-        names = sorted(set(re.findall(r"(sdt_rt:alloc(?:_\d+)?)\s",
-                                      out.stdout)))
-        self.assertEqual(out.returncode, 0, out.stdout)
-        self.assertEqual(len(names), 1, out.stdout)
-        try:
-            rec = subprocess.run(
-                ["perf", "record", "-q"] + RECORD_OPTIONS +
-                ["-e", names[0], "-o", data, "--", prog] + list(args),
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                universal_newlines=True,
-                env=dict(os.environ, TRUTH_FILE=os.path.join(self.tmp,
-                                                             "truth.json")))
-            self.assertEqual(rec.returncode, 0, rec.stderr)
-        finally:
-            subprocess.run(["perf", "probe", "-q", "-d", names[0]])
+        rec = allocsites(["record", "-o", data, "--", prog] + list(args),
+                         env={"TRUTH_FILE": os.path.join(self.tmp,
+                                                         "truth.json")})
+        self.assertEqual(rec.returncode, 0, rec.stderr)
         return data
 
     def single(self, data, *extra):
@@ -130,9 +109,11 @@ class ParallelReport(ProfileTest):
 
     def test_scan_agrees_with_perf_report_stats(self):
         # A ring of 8 pages loses samples: LOST_SAMPLES to count.
+        big_ring = ["-z", "-m", "16384", "--no-bpf-event", "--call-graph",
+                    "dwarf,8192"]
         small_ring = ["-z", "-m", "8", "--no-bpf-event", "--call-graph",
                       "dwarf,8192"]
-        for options in (RECORD_OPTIONS, small_ring):
+        for options in (big_ring, small_ring):
             with self.subTest(options=options):
                 data = os.path.join(self.tmp, "stats.data")
                 prog = program("t_basic")
