@@ -19,7 +19,7 @@ all: examples $(TEST_PROGRAMS)
 deps:
 	@sh ci/install-deps.sh
 
-# examples and tests are built after deps (gcc, sys/sdt.h) are in place.
+# examples and tests are built after deps (gcc) are in place.
 demo: deps
 	@$(MAKE) --no-print-directory $(BUILD)/minicc
 	$(PYTHON) scripts/allocsites -o $(BUILD)/demo.data -- $(BUILD)/minicc $(DEMO_SIZE)

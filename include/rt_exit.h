@@ -64,9 +64,7 @@ rt__exit_fire(void)
         f = __atomic_load_n(&rt__fired[RT__FIRED_FREE], __ATOMIC_RELAXED);
         s = __atomic_load_n(&rt__fired[RT__FIRED_SAMPLE], __ATOMIC_RELAXED);
         if (rt__on(&rt_exit_semaphore)) {
-            RT__SDT_QUIET_BEGIN
-            STAP_PROBE3(rt, exit, a, f, s);
-            RT__SDT_QUIET_END
+            RT__PROBE_EXIT(a, f, s);
         }
     }
 }

@@ -36,7 +36,9 @@
  * line. perf raises a semaphore while it records that event (perf >= 4.20
  * passes ref_ctr_offset). -DRT_PROBES_DISABLE compiles every probe out.
  *
- * Requires <sys/sdt.h> (Debian: systemtap-sdt-dev). See docs/probes.md.
+ * Needs nothing but a GCC-compatible compiler (GCC, clang) on a 64-bit
+ * target; it writes its sdt notes itself, so <sys/sdt.h> is not needed and
+ * may be included before or after it. See docs/probes.md.
  */
 #ifndef RT_PROBES_H
 #define RT_PROBES_H
@@ -76,17 +78,67 @@
 
 #else /* probes compiled in */
 
-/* Force every probe argument into a register. sys/sdt.h's default "nor"
- * lets the compiler pick constants ($42) or memory operands
- * (8(%rdx,%rax,8)) that perf cannot translate: perf then drops the argument
- * silently and renumbers the rest. Registers always translate. This
- * applies to every sdt probe expanded after this header. */
-#undef STAP_SDT_ARG_CONSTRAINT
-#define STAP_SDT_ARG_CONSTRAINT r
-#ifndef _SDT_HAS_SEMAPHORES
-#define _SDT_HAS_SEMAPHORES 1
+/* The probe sites. Each is what sys/sdt.h's STAP_PROBEn writes (a nop,
+ * and an NT_STAPSDT note in .note.stapsdt naming provider, probe,
+ * semaphore and argument locations, plus the shared .stapsdt.base), so
+ * perf, bpftrace, systemtap and gdb find them as usual. They are written
+ * here rather than with <sys/sdt.h> because sys/sdt.h decides once per
+ * translation unit, at its first #include, whether every probe of every
+ * provider has a semaphore (_SDT_HAS_SEMAPHORES): included first by
+ * another header it gave the rt probes a zero semaphore (perf never
+ * raised them: an empty profile), and defining _SDT_HAS_SEMAPHORES here
+ * broke other providers' probes in the same file. This header includes no
+ * sys/sdt.h, so neither include order changes anyone's probes.
+ * Arguments are always registers ("r"): perf cannot translate constants
+ * or memory operands and drops such an argument silently. Sizes are fixed
+ * by the casts of the contract (8-byte unsigned, 4-byte unsigned tag);
+ * %[name] prints the register in the operand's size (%rax / %r12d,
+ * x0 / w0). 64-bit targets only (the note's addresses are .8byte). */
+#if !defined(__LP64__)
+#error "rt_probes.h: the probes are written for 64-bit targets (LP64); build with -DRT_PROBES_DISABLE elsewhere"
 #endif
-#include <sys/sdt.h>
+#define RT__SDT_NOTE(name, args)                                              \
+    "990: nop\n"                                                              \
+    ".pushsection .note.stapsdt,\"?\",\"note\"\n"                            \
+    ".balign 4\n"                                                             \
+    ".4byte 992f-991f, 994f-993f, 3\n"                                        \
+    "991: .asciz \"stapsdt\"\n"                                               \
+    "992: .balign 4\n"                                                        \
+    "993: .8byte 990b\n"                                                      \
+    ".8byte _.stapsdt.base\n"                                                 \
+    ".8byte rt_" #name "_semaphore\n"                                         \
+    ".asciz \"rt\"\n"                                                         \
+    ".asciz \"" #name "\"\n"                                                  \
+    ".asciz \"" args "\"\n"                                                   \
+    "994: .balign 4\n"                                                        \
+    ".popsection\n"                                                           \
+    ".ifndef _.stapsdt.base\n"                                                \
+    ".pushsection .stapsdt.base,\"aG\",\"progbits\",.stapsdt.base,comdat\n"  \
+    ".weak _.stapsdt.base\n"                                                  \
+    ".hidden _.stapsdt.base\n"                                                \
+    "_.stapsdt.base: .space 1\n"                                              \
+    ".size _.stapsdt.base, 1\n"                                               \
+    ".popsection\n"                                                           \
+    ".endif\n"
+/* rt:alloc, rt:free: (ptr, size, tag) */
+#define RT__PROBE3(name, ptr, size, tag)                                      \
+    __asm__ __volatile__(                                                     \
+        RT__SDT_NOTE(name, "8@%[p] 8@%[s] 4@%[t]")                           \
+        : : [p] "r"((unsigned long long)(size_t)(ptr)),                       \
+            [s] "r"((unsigned long long)(size)), [t] "r"((unsigned int)(tag)))
+/* rt:sample: (ptr, size, tag, weight) */
+#define RT__PROBE_SAMPLE(ptr, size, tag, weight)                              \
+    __asm__ __volatile__(                                                     \
+        RT__SDT_NOTE(sample, "8@%[p] 8@%[s] 4@%[t] 8@%[w]")                  \
+        : : [p] "r"((unsigned long long)(size_t)(ptr)),                       \
+            [s] "r"((unsigned long long)(size)), [t] "r"((unsigned int)(tag)), \
+            [w] "r"((unsigned long long)(weight)))
+/* rt:exit: (allocs, frees, samples) */
+#define RT__PROBE_EXIT(a, f, s)                                               \
+    __asm__ __volatile__(                                                     \
+        RT__SDT_NOTE(exit, "8@%[a] 8@%[f] 8@%[s]")                           \
+        : : [a] "r"((unsigned long long)(a)), [f] "r"((unsigned long long)(f)), \
+            [s] "r"((unsigned long long)(s)))
 
 /* The semaphores. sys/sdt.h names them <provider>_<probe>_semaphore and
  * perf computes the kernel's ref_ctr_offset from the ELF section that must
@@ -180,24 +232,7 @@ RT__DEFINE_ON(rt__on32, unsigned int, "cmpl")
 
 #include "rt_sampler.h"
 
-/* The casts fix the argument types of the contract: 8-byte unsigned
- * pointer and size, 4-byte unsigned tag (a signed tag would reach perf's
- * Python as a large unsigned number anyway). */
-#if defined(__clang__)
-/* clang -pedantic objects to an empty variadic argument inside sys/sdt.h. */
-#define RT__SDT_QUIET_BEGIN                                                   \
-    _Pragma("clang diagnostic push")                                          \
-    _Pragma("clang diagnostic ignored \"-Wgnu-zero-variadic-macro-arguments\"")
-#define RT__SDT_QUIET_END _Pragma("clang diagnostic pop")
-#else
-#define RT__SDT_QUIET_BEGIN
-#define RT__SDT_QUIET_END
-#endif
-#define RT__FIRE(probe, ptr, size, tag)                                       \
-    RT__SDT_QUIET_BEGIN                                                       \
-    STAP_PROBE3(rt, probe, (unsigned long long)(size_t)(ptr),                 \
-                (unsigned long long)(size), (unsigned int)(tag));             \
-    RT__SDT_QUIET_END
+#define RT__FIRE(probe, ptr, size, tag) RT__PROBE3(probe, ptr, size, tag);
 
 #include "rt_exit.h"
 
@@ -215,10 +250,7 @@ RT__DEFINE_ON(rt__on32, unsigned int, "cmpl")
                 unsigned long long rt__size = (unsigned long long)(size);     \
                 unsigned long long rt__w = rt__sample_weight(rt__size);       \
                 if (rt__w) {                                                  \
-                    RT__SDT_QUIET_BEGIN                                       \
-                    STAP_PROBE4(rt, sample, (unsigned long long)(size_t)(ptr),\
-                                rt__size, (unsigned int)(tag), rt__w);        \
-                    RT__SDT_QUIET_END                                         \
+                    RT__PROBE_SAMPLE(ptr, rt__size, tag, rt__w);              \
                     rt__count(RT__FIRED_SAMPLE);                              \
                 }                                                             \
             }                                                                 \

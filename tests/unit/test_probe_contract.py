@@ -127,6 +127,42 @@ class ProbeContract(unittest.TestCase):
             self.cc(use, "clang", "-std=c99", *strict, compiler="clang",
                     link=False)
 
+    def test_include_order_changes_no_probes(self):
+        # sys/sdt.h decides at its first #include whether probes have
+        # semaphores; rt_probes.h must keep its own semaphores and leave
+        # another provider's probes as that provider asked, in either
+        # order, in C and C++.
+        compilers = [("gcc", "c99"), ("g++", "c++11")]
+        if shutil.which("clang"):
+            compilers.append(("clang", "c99"))
+        for compiler, std in compilers:
+            for sdt_first in (True, False):
+                for other_sem in (True, False):
+                    with self.subTest(compiler=compiler, sdt_first=sdt_first,
+                                      other_sem=other_sem):
+                        sdt = ("#define _SDT_HAS_SEMAPHORES 1\n"
+                               if other_sem else "") + "#include <sys/sdt.h>\n"
+                        rt = '#include "rt_probes.h"\n'
+                        src = (sdt + rt if sdt_first else rt + sdt) + (
+                            "__extension__ unsigned short myapp_tick_semaphore"
+                            " __attribute__((section(\".probes\")));\n"
+                            if other_sem else "") + (
+                            "int main(int argc, char **argv)\n"
+                            "{\n"
+                            "    RT_ALLOC(argv, (size_t)argc, 1);\n"
+                            "    RT_FREE(argv, (size_t)argc, 1);\n"
+                            "    STAP_PROBE1(myapp, tick, argc);\n"
+                            "    return 0;\n"
+                            "}\n")
+                        prog = self.cc(src, "order", "-std=" + std, "-Wall",
+                                       "-Wextra", "-Werror",
+                                       compiler=compiler)
+                        sig = signature(prog)
+                        for name in ("alloc", "free", "sample", "exit"):
+                            self.assertTrue(sig[("rt", name)][1],
+                                            "rt:%s has no semaphore" % name)
+                        self.assertEqual(sig[("myapp", "tick")][1], other_sem)
+
     def test_disabled_build_has_no_probes_and_no_code(self):
         prog = self.cc(USE % {"include": '#include "rt_probes.h"', "sample": ""}, "off",
                        "-DRT_PROBES_DISABLE", "-Wall", "-Wextra", "-Werror")
