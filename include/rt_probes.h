@@ -16,13 +16,15 @@
  *     rt:alloc (void *ptr, size_t size, unsigned int tag)      every one
  *     rt:free  (void *ptr, size_t size, unsigned int tag)
  *     rt:sample(void *ptr, size_t size, unsigned int tag,
- *               unsigned long long weight)                     sampled
+ *               unsigned long long weight,
+ *               unsigned long long rate)                       sampled
  *     rt:exit  (unsigned long long allocs, unsigned long long frees,
  *               unsigned long long samples)                    at exit
  * RT_ALLOC fires both rt:alloc and rt:sample: which one a profile gets
  * depends only on the event perf records. rt:sample fires for about one
  * allocation per RT_SAMPLE_BYTES bytes (default 512 KiB; environment,
- * read once); weight is the number of bytes the sample stands for. The
+ * read once); weight is the number of bytes the sample stands for, rate
+ * is R. The
  * math is in docs/sampling.md. probes/rt.d declares the same provider.
  *
  * End-to-end count: while an event is recorded, its enabled path also
@@ -126,13 +128,15 @@
         RT__SDT_NOTE(name, "8@%[p] 8@%[s] 4@%[t]")                           \
         : : [p] "r"((unsigned long long)(size_t)(ptr)),                       \
             [s] "r"((unsigned long long)(size)), [t] "r"((unsigned int)(tag)))
-/* rt:sample: (ptr, size, tag, weight) */
-#define RT__PROBE_SAMPLE(ptr, size, tag, weight)                              \
+/* rt:sample: (ptr, size, tag, weight, rate); rate is R, the mean bytes
+ * between samples, so the report need not guess it from the weights. */
+#define RT__PROBE_SAMPLE(ptr, size, tag, weight, rate)                        \
     __asm__ __volatile__(                                                     \
-        RT__SDT_NOTE(sample, "8@%[p] 8@%[s] 4@%[t] 8@%[w]")                  \
+        RT__SDT_NOTE(sample, "8@%[p] 8@%[s] 4@%[t] 8@%[w] 8@%[r]")           \
         : : [p] "r"((unsigned long long)(size_t)(ptr)),                       \
             [s] "r"((unsigned long long)(size)), [t] "r"((unsigned int)(tag)), \
-            [w] "r"((unsigned long long)(weight)))
+            [w] "r"((unsigned long long)(weight)),                            \
+            [r] "r"((unsigned long long)(rate)))
 /* rt:exit: (allocs, frees, samples) */
 #define RT__PROBE_EXIT(a, f, s)                                               \
     __asm__ __volatile__(                                                     \
@@ -250,7 +254,8 @@ RT__DEFINE_ON(rt__on32, unsigned int, "cmpl")
                 unsigned long long rt__size = (unsigned long long)(size);     \
                 unsigned long long rt__w = rt__sample_weight(rt__size);       \
                 if (rt__w) {                                                  \
-                    RT__PROBE_SAMPLE(ptr, rt__size, tag, rt__w);              \
+                    RT__PROBE_SAMPLE(ptr, rt__size, tag, rt__w,               \
+                                     rt__sample_rate());                   \
                     rt__count(RT__FIRED_SAMPLE);                              \
                 }                                                             \
             }                                                                 \

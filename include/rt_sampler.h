@@ -95,6 +95,15 @@ static inline unsigned long long rt__sample_bytes(void)
     return r;
 }
 
+/* R for rt:sample's rate argument, once a sample was drawn (so
+ * rt__sample_slow has set it): a plain load. Not rt__sample_bytes(): a
+ * possible call in RT_ALLOC's enabled branch costs the path where nothing
+ * records half an instruction per event (tests/unit/test_offcost.py). */
+static inline unsigned long long rt__sample_rate(void)
+{
+    return __atomic_load_n(&rt__sample_r, __ATOMIC_RELAXED);
+}
+
 /* -ln(u) for u in (0, 1], without libm: u = m * 2^e with m in
  * [sqrt(1/2), sqrt(2)), ln m = 2 atanh(z), z = (m-1)/(m+1), |z| < 0.172;
  * the series to z^11 is within 3e-10 of ln m. */

@@ -21,8 +21,9 @@ provider rt {
 	/* A block is about to be released: address, size and tag it had. */
 	probe free(void *ptr, size_t size, unsigned int tag);
 	/* A sampled allocation, fired by RT_ALLOC while recorded: weight is
-	 * the number of bytes it stands for, see docs/sampling.md. */
-	probe sample(void *ptr, size_t size, unsigned int tag, unsigned long long weight);
+	 * the number of bytes it stands for, rate is R, the mean number of
+	 * bytes between samples; see docs/sampling.md. */
+	probe sample(void *ptr, size_t size, unsigned int tag, unsigned long long weight, unsigned long long rate);
 	/* The process exits: how many alloc, free and sample events this ELF
 	 * file fired while each was recorded (the report's end-to-end check;
 	 * rt_probes.h fires it from a destructor). */

@@ -16,6 +16,7 @@ import collections
 import math
 import re
 
+from . import parse
 from .symbolize import Frame
 
 # Functions that start a thread or a process: a stack that does not end in
@@ -57,7 +58,8 @@ class Tally:
         self.min_size = min_size
         self.stacks = collections.defaultdict(_exact_entry)
         self.sampled = collections.defaultdict(_sampled_entry)
-        self.weight_gcd = 0                   # = R, the mean gap in bytes
+        self.weight_gcd = 0                   # R's guess for old headers
+        self.sample_rates = collections.Counter()  # R -> samples (None: old)
         self.events = collections.Counter()   # kind -> events seen
         self.malformed = 0                    # rt events perf could not decode
         self.filtered = 0                     # allocations under --min-size
@@ -77,13 +79,14 @@ class Tally:
             self.malformed += 1
             return
         self.add_fields(event.kind, event.pid, event.tid, event.size,
-                        event.tag, event.counts if event.kind == "exit"
-                        else event.weight, event.frames, event.time)
+                        event.tag, parse.weight_slot(event), event.frames,
+                        event.time)
 
     def add_fields(self, kind, pid, tid, size, tag, weight, frames, time):
         """add() with the Event's fields (but ptr) as arguments: the
         per-event path inside perf (parse.Reader.read gives them as a plain
-        tuple, no Event built). For rt:exit, weight is its counts."""
+        tuple, no Event built). For rt:exit, weight is its counts; for
+        rt:sample, (weight, rate) with rate None from an older header."""
         # perf 6.1 on this kernel sometimes writes one sample record twice
         # (same thread, same nanosecond, same arguments: ~1 in 100000 in
         # bench/exact_burst.py, with or without -z, at any -m). Two real
@@ -102,6 +105,9 @@ class Tally:
                 fired[i] += n
             return
         self.received[pid][kind] += 1
+        if kind == "sample":
+            weight, rate = weight
+            self.sample_rates[rate] += 1
         if kind == "free":
             self.frees[0] += 1
             self.frees[1] += size
@@ -213,6 +219,7 @@ MERGE_RULES = {
     "stacks": _sum_entries,
     "sampled": _sum_entries,
     "weight_gcd": _gcd,
+    "sample_rates": _sum_counter,
     "events": _sum_counter,
     "malformed": _sum,
     "filtered": _sum,
@@ -241,7 +248,10 @@ class Site:
 
     def errors(self, r):
         """(bytes, count) standard errors of the estimates at mean gap r:
-        Var(bytes) = r * bytes, Var(count) = r * sum(weight / size**2)."""
+        Var(bytes) = r * bytes, Var(count) = r * sum(weight / size**2).
+        At r = 1 every byte is a sample point: exact, no error."""
+        if r == 1:
+            return 0.0, 0.0
         return (math.sqrt(r * self.bytes),
                 math.sqrt(r * self.weight_by_size2))
 

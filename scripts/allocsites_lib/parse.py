@@ -30,10 +30,12 @@ import re
 # kind: "alloc" | "free" | "sample" | "exit"; frames: tuple of RawFrame,
 # leaf first. time: the sample's timestamp in ns (None if perf gave none).
 # counts: rt:exit only, (allocs, frees, samples) the ELF file fired while
-# recorded (include/rt_exit.h); size and tag are then 0.
+# recorded (include/rt_exit.h); size and tag are then 0. rate: rt:sample
+# only, R as the program sampled with (None from an older header, whose
+# rt:sample had no fifth argument).
 Event = collections.namedtuple(
-    "Event", "kind pid tid size tag weight frames ptr time counts",
-    defaults=(None, None))
+    "Event", "kind pid tid size tag weight frames ptr time counts rate",
+    defaults=(None, None, None))
 
 # A frame before symbolization. addr: perf's address of the instruction in
 # the DSO (sym.start + sym_off), or None when perf had no symbol; then ip
@@ -101,6 +103,16 @@ def _uint(value, bits):
     return value & ((1 << bits) - 1)
 
 
+def weight_slot(event):
+    """What Tally.add_fields takes as weight: rt:exit's counts, rt:sample's
+    (weight, rate), else None."""
+    if event.kind == "exit":
+        return event.counts
+    if event.kind == "sample":
+        return (event.weight, event.rate)
+    return event.weight
+
+
 def event_from_perf(event_name, fields, sample, perf_inlines=False):
     """An Event, or None if this is not an rt event or is malformed.
 
@@ -118,11 +130,15 @@ def event_from_perf(event_name, fields, sample, perf_inlines=False):
     tag = _uint(fields.get("arg3"), 32)
     if size is None or tag is None:
         return None
-    weight = None
+    weight = rate = None
     if kind == "sample":
         weight = _uint(fields.get("arg4"), 64)
         if weight is None:
             return None
+        if "arg5" in fields:
+            rate = _uint(fields["arg5"], 64)
+            if rate is None:
+                return None
     ptr = _uint(fields.get("arg1"), 64)
     pid = tid = fields.get("common_pid")
     callchain = fields.get("common_callchain")
@@ -135,7 +151,7 @@ def event_from_perf(event_name, fields, sample, perf_inlines=False):
             if isinstance(s.get("time"), int):
                 time = s["time"]
     return Event(kind, pid, tid, size, tag, weight,
-                 raw_frames(callchain, perf_inlines), ptr, time)
+                 raw_frames(callchain, perf_inlines), ptr, time, None, rate)
 
 
 def _exit_event(fields, sample):
@@ -211,7 +227,11 @@ class Reader:
         try:
             size = fields["arg2"] & _MASK64
             tag = fields["arg3"] & _MASK32
-            weight = fields["arg4"] & _MASK64 if kind == "sample" else None
+            weight = None
+            if kind == "sample":   # (weight, rate): see Tally.add_fields
+                rate = fields.get("arg5")
+                weight = (fields["arg4"] & _MASK64,
+                          None if rate is None else rate & _MASK64)
             if sample is None:
                 tid = fields["common_pid"]
                 sec, nsec = fields["common_s"], fields["common_ns"]
@@ -251,7 +271,5 @@ class Reader:
                 pid = self.pids.get(event.tid, event.tid)
             except TypeError:   # an unhashable tid
                 pass
-        # rt:exit's counts travel in the weight slot (Tally.add_fields).
         return (event.kind, pid, event.tid, event.size, event.tag,
-                event.counts if event.kind == "exit" else event.weight,
-                event.frames, event.time)
+                weight_slot(event), event.frames, event.time)

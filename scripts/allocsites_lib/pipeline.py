@@ -52,8 +52,11 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                                 ", ".join(shown) or "none"))
     sampling = None
     if mode == "sampled":
+        rate, warning = sample_rate(tally)
         sampling = {"samples": tally.events.get("sample", 0),
-                    "sample_bytes": tally.weight_gcd}
+                    "sample_bytes": rate}
+        if warning:
+            warnings.append(warning)
     elif tally.sampled:
         warnings.append("both sdt_rt:alloc and sdt_rt:sample were recorded: "
                         "reporting the exact stream, ignoring %d samples"
@@ -174,3 +177,30 @@ def stale_binaries(dsos, data):
         except OSError:
             pass
     return stale
+
+
+def sample_rate(tally):
+    """(R, warning or None). R comes from the rt:sample events themselves;
+    a recording from an older header (no rate argument) falls back to the
+    gcd of the weights (each weight is k * R), which overstates R when
+    every weight shares a larger factor (at R = 1: the gcd of the sizes);
+    several programs sampled at different rates give the largest (the
+    error bounds are then upper bounds)."""
+    rates = tally.sample_rates
+    known = sorted(r for r in rates if r)
+    if not known:
+        if not tally.weight_gcd:
+            return 0, None
+        return tally.weight_gcd, (
+            "the samples carry no rate (built with an older rt_probes.h): "
+            "R guessed as %d bytes from the weights; error bounds may be "
+            "too large" % tally.weight_gcd)
+    if len(known) > 1:
+        return known[-1], ("the samples were taken at different rates (R = "
+                           "%s bytes): error bounds use the largest" %
+                           ", ".join(str(r) for r in known))
+    if rates.get(None):
+        return known[0], ("%d samples carry no rate (an older "
+                          "rt_probes.h); R = %d from the others"
+                          % (rates[None], known[0]))
+    return known[0], None

@@ -82,6 +82,16 @@ class SampledProfiles(ProfileTest):
         report, truth, _ = self.sampled(program("t_basic"), ["300"], rate=1)
         self.assertMatchesTruth(report, truth)
 
+    def test_rate_one_byte_without_one_byte_allocations(self):
+        # Every size here is a multiple of 64: R guessed from the weights
+        # would be 64 (and bytes_error 202 for ten 64-byte blocks). The
+        # rate travels in the event, and at R = 1 the error is 0.
+        report, truth, _ = self.sampled(program("t_sampled"), ["1"], rate=1)
+        self.assertMatchesTruth(report, truth)
+        for site in report["sites"]:
+            self.assertEqual((site["bytes_error"], site["count_error"]),
+                             (0, 0), site)
+
     def test_fixed_seed_reproduces_the_samples(self):
         first, _, _ = self.sampled(program("t_sampled"), ["2"])
         second, _, _ = self.sampled(program("t_sampled"), ["2"])

@@ -270,8 +270,8 @@ class ReaderTest(unittest.TestCase):
                 pid = pids.get(ev.tid, ev.tid)
             except TypeError:   # an unhashable tid
                 pass
-        return (ev.kind, pid, ev.tid, ev.size, ev.tag, ev.weight, ev.frames,
-                ev.time)
+        return (ev.kind, pid, ev.tid, ev.size, ev.tag, parse.weight_slot(ev),
+                ev.frames, ev.time)
 
     def cases(self):
         good = common(fields(0x10, 48, 3, callchain=CHAIN), pid=101)
@@ -280,6 +280,12 @@ class ReaderTest(unittest.TestCase):
                  ("sdt_rt__sample", common(fields(weight=4096,
                                                   callchain=CHAIN))),
                  ("sdt_rt__sample", common(fields(callchain=CHAIN))),
+                 ("sdt_rt__sample", common(dict(fields(weight=4096,
+                                                       callchain=CHAIN),
+                                                arg5=512))),
+                 ("sdt_rt__sample", common(dict(fields(weight=4096,
+                                                       callchain=CHAIN),
+                                                arg5=-1))),
                  ("sdt_rt__alloc", common(fields(size=-1, tag=-1,
                                                  callchain=CHAIN))),
                  ("sdt_rt__alloc", fields(callchain=CHAIN)),   # no time

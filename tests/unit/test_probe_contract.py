@@ -90,7 +90,7 @@ class ProbeContract(unittest.TestCase):
         # rt_probes.h fires rt:sample from RT_ALLOC and rt:exit from a
         # destructor; dtrace's header has a macro of its own for each.
         from_d = self.cc(USE % {"include": '#include "rt_gen.h"',
-                                "sample": "RT_SAMPLE(ptr, size, tag, weight);"
+                                "sample": "RT_SAMPLE(ptr, size, tag, weight, weight);"
                                           " RT_EXIT(weight, weight, weight);"},
                          "from_d", sem)
         from_h = self.cc(USE % {"include": '#include "rt_probes.h"',
@@ -105,7 +105,8 @@ class ProbeContract(unittest.TestCase):
             "alloc": ["void *ptr", "size_t size", "unsigned int tag"],
             "free": ["void *ptr", "size_t size", "unsigned int tag"],
             "sample": ["void *ptr", "size_t size", "unsigned int tag",
-                       "unsigned long long weight"],
+                       "unsigned long long weight",
+                       "unsigned long long rate"],
             "exit": ["unsigned long long allocs", "unsigned long long frees",
                      "unsigned long long samples"]})
 

@@ -5,19 +5,57 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import math
 
-from allocsites_lib import fold
+from allocsites_lib import fold, pipeline
 from allocsites_lib.parse import Event
 from fixtures import alloc, raw
 
 STACK = (raw(0x10, "rt_alloc"), raw(0x20, "main"))
 
 
-def sample(size, weight, tag=0, tid=1, time=None, frames=STACK):
-    return Event("sample", 1, tid, size, tag, weight, frames, 0x1000, time)
+def sample(size, weight, tag=0, tid=1, time=None, frames=STACK, rate=None):
+    return Event("sample", 1, tid, size, tag, weight, frames, 0x1000, time,
+                 None, rate)
 
 
 def timed_alloc(size, tid, time):
     return Event("alloc", 1, tid, size, 0, None, STACK, 0x1000, time)
+
+
+class SampleRate(unittest.TestCase):
+    """R comes from the events; the gcd of the weights only for an older
+    header, with a warning."""
+
+    def rate(self, *events):
+        t = fold.Tally()
+        for e in events:
+            t.add(e)
+        return pipeline.sample_rate(t)
+
+    def test_rate_from_the_events_not_the_weights(self):
+        # R = 1, ten 64-byte blocks: the weights' gcd says 64.
+        r, warning = self.rate(*[sample(64, 64, rate=1)] * 10)
+        self.assertEqual((r, warning), (1, None))
+        r, warning = self.rate(sample(64, 65536, rate=65536),
+                               sample(64, 131072, rate=65536))
+        self.assertEqual((r, warning), (65536, None))
+
+    def test_older_header_falls_back_to_the_gcd_and_says_so(self):
+        r, warning = self.rate(*[sample(64, 64)] * 10)
+        self.assertEqual(r, 64)
+        self.assertIn("older rt_probes.h", warning)
+        self.assertEqual(self.rate(), (0, None))
+
+    def test_different_rates_use_the_largest_and_say_so(self):
+        r, warning = self.rate(sample(64, 4096, rate=4096),
+                               sample(64, 65536, tid=2, rate=65536))
+        self.assertEqual(r, 65536)
+        self.assertIn("different rates (R = 4096, 65536", warning)
+
+    def test_rate_one_has_no_error(self):
+        site = fold.Site.__new__(fold.Site)
+        site.bytes, site.weight_by_size2 = 640, 10 / 64
+        self.assertEqual(site.errors(1), (0.0, 0.0))
+        self.assertAlmostEqual(site.errors(64)[0], math.sqrt(64 * 640))
 
 
 class SampledTally(unittest.TestCase):
