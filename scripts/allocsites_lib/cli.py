@@ -322,6 +322,11 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         scan = None
         if e.corrupt:
             read_errors.append("%s: %s" % (data, e))
+    except Exception as e:  # noqa: BLE001 - a scanner bug must not cost the report
+        scan = None
+        err.write("allocsites: warning: could not scan %s (%s: %s); reading "
+                  "it with one perf script worker\n"
+                  % (data, type(e).__name__, e))
     if scan is not None:
         times = scan.times
         k = jobs or parallel.worker_count(
@@ -357,7 +362,8 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     from .symbolize import Symbolizer
     rep = pipeline.finish_report(
         result.tally, opts, Symbolizer(), lost, reason, os.path.abspath(data),
-        result.handler_errors, result.perf_inlines, read_errors)
+        result.handler_errors, result.perf_inlines, read_errors,
+        build_ids=scan.build_ids if scan is not None else None)
     pipeline.write_outputs(rep, opts, out=stdout, err=err)
     return INCOMPLETE if rep.verdict.complete is False else 0
 

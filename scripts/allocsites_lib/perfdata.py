@@ -37,6 +37,8 @@ RECORD_HEADER = struct.Struct("<IHH")
 U64 = struct.Struct("<Q")
 
 PERF_RECORD_LOST = 2
+PERF_RECORD_MMAP2 = 10
+PERF_RECORD_MISC_MMAP_BUILD_ID = 1 << 14
 PERF_RECORD_SAMPLE = 9
 PERF_RECORD_LOST_SAMPLES = 13
 PERF_RECORD_COMPRESSED = 81
@@ -124,6 +126,9 @@ class Scan:
         self.compressed = False
         self.data_size = 0          # bytes of the data section
         self.all_tracepoints = True
+        # path -> set of build-ids (hex) the kernel gave its MMAP2 records
+        # (perf record --buildid-mmap): what the recorded code was.
+        self.build_ids = {}
 
     def lost(self, event_prefix="sdt_rt:"):
         """(lost, None) or (None, reason): the figures and the rule of
@@ -348,6 +353,19 @@ class _Records:
             return self.attrs[0]
         return self.by_id.get(ident)
 
+    def mmap2_build_id(self, buf, pos, size):
+        """MMAP2 with a build-id: u32 pid, tid; u64 addr, len, pgoff; u8
+        build_id_size, 3 reserved, 20 bytes of build-id; u32 prot, flags;
+        the file name (NUL-terminated, padded), then the sample id."""
+        n = struct.unpack_from("<B", buf, pos + 40)[0]
+        if n > 20:
+            return
+        name = bytes(buf[pos + 72:pos + size])
+        name = name[:name.find(b"\0")] if b"\0" in name else name
+        path = name.decode("utf-8", "surrogateescape")
+        self.scan.build_ids.setdefault(path, set()).add(
+            bytes(buf[pos + 44:pos + 44 + n]).hex())
+
     def walk(self, buf, start, end, on_compressed=None):
         """Records in buf[start:end]; returns where the first incomplete
         record starts (end when none is)."""
@@ -394,6 +412,9 @@ class _Records:
                     lost[name] = lost.get(name, 0) + u64(buf, pos + 8)[0]
             elif type_ == PERF_RECORD_LOST:
                 self.scan.lost_records += 1
+            elif type_ == PERF_RECORD_MMAP2 and \
+                    _misc & PERF_RECORD_MISC_MMAP_BUILD_ID:
+                self.mmap2_build_id(buf, pos, size)
             pos += size
         self.scan.samples += samples
         return pos

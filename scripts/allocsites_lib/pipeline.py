@@ -6,7 +6,8 @@ out of it so it can be run on a hand-made Tally in tests."""
 import os
 import sys
 
-from . import completeness, csvout, folded, jsonout, perfrun, svg, table
+from . import (completeness, csvout, elf, folded, jsonout, perfrun, svg,
+               table)
 from .elf import tag_names
 from .fold import fold
 from .options import skip_regex
@@ -26,8 +27,10 @@ def collect_tag_names(tally, symbolizer):
 
 
 def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
-                 read_errors=(), interrupted=False):
+                 read_errors=(), interrupted=False, build_ids=None):
     """data: the perf.data path, to notice binaries rebuilt since;
+    build_ids: {path: set of hex build-ids} the recording's MMAP2 records
+    name (perfdata.Scan.build_ids), the better way to notice them;
     read_errors: one-line strings, each a part of the recording that perf
     could not read (a failed perf script worker, perf's error lines): the
     profile is then incomplete; interrupted: the report stopped before
@@ -69,7 +72,7 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                         "main/_start): raise --stack-size (8192 by default; "
                         "16384 reaches main for 99%% of a Lua interpreter's "
                         "stacks)" % result.truncated)
-    for dso in stale_binaries(tally.dsos(), data) if data else ():
+    for dso in stale_binaries(tally.dsos(), data, build_ids):
         warnings.append("%s changed after the recording: its frames may be "
                         "wrong; record again" % dso)
     if tally.duplicates:
@@ -96,13 +99,14 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
 
 def finish_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                   handler_errors=0, perf_inlines=False, read_errors=(),
-                  interrupted=False):
+                  interrupted=False, build_ids=None):
     """build_report plus what only the perf script run knows: handler
     exceptions, inline expansion, no events at all. Used by
     allocsites.py's trace_end and by `allocsites report` after merging
     its workers' tallies."""
     report = build_report(tally, opts, symbolizer, lost, lost_reason, data,
-                          read_errors=read_errors, interrupted=interrupted)
+                          read_errors=read_errors, interrupted=interrupted,
+                          build_ids=build_ids)
     if handler_errors:
         report.warnings.append("%d events raised in the handler and were "
                                "skipped" % handler_errors)
@@ -162,17 +166,26 @@ def data_path(perf_argv):
     return path if path == "-" else os.path.abspath(path)
 
 
-def stale_binaries(dsos, data):
-    """DSOs modified after the recording was written: their addresses no
-    longer match the file, so their lines would be wrong."""
+def stale_binaries(dsos, data, build_ids=None):
+    """DSOs that are no longer what was recorded: their addresses no
+    longer match the file, so their lines would be wrong. By build-id
+    where the recording has one for the DSO (perf record --buildid-mmap);
+    else by modification time (later than the recording's), which misses
+    a rebuilt binary copied with its old time (cp -p, rsync -a)."""
+    build_ids = build_ids or {}
     try:
-        recorded = os.path.getmtime(data)
+        recorded = os.path.getmtime(data) if data else None
     except OSError:
-        return []
+        recorded = None
     stale = []
     for dso in sorted(dsos):
         try:
-            if os.path.getmtime(dso) > recorded:
+            if dso in build_ids:
+                image = elf.open_elf(dso)
+                if image is not None and \
+                        elf.build_id(image) not in build_ids[dso]:
+                    stale.append(dso)
+            elif recorded is not None and os.path.getmtime(dso) > recorded:
                 stale.append(dso)
         except OSError:
             pass

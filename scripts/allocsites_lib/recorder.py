@@ -36,13 +36,17 @@ PERF_MAGIC = b"PERFILE2"
 #    (the program's threads compete with it): 256 MiB in all, 16 to 128
 #    MiB per CPU. 256 MiB per CPU cost about a second of page faults
 #    before the program starts.
+#  - --buildid-mmap: the kernel puts each mapped file's build-id in its
+#    MMAP2 record (perf skips its own build-id pass with -z), so the
+#    report can tell a binary rebuilt since the recording by its build-id,
+#    not by a modification time that cp -p or rsync -a carry over.
 #  - Frees carry no call graph: the report does not attribute them, and
 #    their stack copies would double the data. rt:exit (one event per
 #    process and ELF file) has none either.
 DEFAULT_STACK_SIZE = 8192
 RING_BUDGET = 256 << 20
 RING_MIN, RING_MAX = 16 << 20, 128 << 20
-RECORD_FLAGS = ("-z", "--no-bpf-event")
+RECORD_FLAGS = ("-z", "--no-bpf-event", "--buildid-mmap")
 
 
 def mmap_pages(cpus=None, page=4096):

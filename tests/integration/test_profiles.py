@@ -1,5 +1,6 @@
 """Exact profiles under real perf, compared with each program's truth."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -7,7 +8,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import ROOT, ProfileTest, program  # noqa: E402
+from harness import ROOT, ProfileTest, allocsites, program  # noqa: E402
 
 
 class ExactProfiles(ProfileTest):
@@ -93,6 +94,38 @@ class ExactProfiles(ProfileTest):
             self.assertMatchesTruth(report, truth)
             lines_seen.append(sorted(s["line"] for s in report["sites"]))
         self.assertEqual([l + 4 for l in lines_seen[0]], lines_seen[1])
+
+    def test_rebuilt_binary_with_an_old_time_is_named(self):
+        # Rebuilt after the recording, then given an old modification time
+        # (cp -p, rsync -a): the report must still say its lines are
+        # wrong, by build-id (perf record --buildid-mmap).
+        src = os.path.join(ROOT, "tests", "programs", "t_basic.c")
+        prog = os.path.join(self.tmp, "t_again")
+
+        def build(padding):
+            copy = os.path.join(self.tmp, "t_again.c")
+            with open(src) as f, open(copy, "w") as out:
+                out.write(padding + f.read())
+            subprocess.run(
+                ["gcc", "-O2", "-g", "-pthread", "-I" + os.path.join(ROOT, "include"),
+                 "-I" + os.path.join(ROOT, "examples", "rtalloc"),
+                 "-I" + os.path.join(ROOT, "tests", "programs"),
+                 copy, os.path.join(ROOT, "examples", "rtalloc", "rt_alloc.c"),
+                 "-o", prog], check=True)
+        build("")
+        report, truth, _, _ = self.profile(prog, ["50"])
+        self.assertMatchesTruth(report, truth)
+        self.assertFalse([w for w in report["warnings"] if "changed" in w])
+        build("\n\n/* moved */\n")
+        os.utime(prog, (1000000000, 1000000000))   # 2001: older than the data
+        out_json = os.path.join(self.tmp, "again.json")
+        rep = allocsites(["report", "-i", os.path.join(self.tmp, "run.data"),
+                          "--json", out_json])
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        with open(out_json) as f:
+            warnings = json.load(f)["warnings"]
+        self.assertIn("%s changed after the recording: its frames may be "
+                      "wrong; record again" % os.path.realpath(prog), warnings)
 
     def test_identical_binary_at_a_second_path(self):
         # Same build-id at two paths: perf's build-id cache (~/.debug)

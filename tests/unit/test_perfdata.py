@@ -215,6 +215,35 @@ class ScanTest(unittest.TestCase):
         self.assertEqual(s.lost_samples, {"cycles": 9})
         self.assertEqual(s.lost(), (0, None))
 
+    def test_build_ids_of_mmap2_records(self):
+        # perf record --buildid-mmap: MMAP2 with misc bit 14 carries the
+        # build-id where MMAP2 otherwise has maj/min/ino; plain MMAP2
+        # records (no bit) give none.
+        st = ONE[0][1]
+
+        def mmap2(path, build_id=None):
+            head = struct.pack("<IIQQQ", 42, 43, 0x5555000, 0x1000, 0)
+            if build_id is None:
+                ident, misc = struct.pack("<IIQQ", 8, 1, 1234, 0), 0
+            else:
+                ident = struct.pack("<BBH", len(build_id), 0, 0) + \
+                    build_id + b"\0" * (20 - len(build_id))
+                misc = 1 << 14
+            name = path.encode() + b"\0"
+            name += b"\0" * (-len(name) % 8)
+            return record(10, head + ident + struct.pack("<II", 5, 2) +
+                          name + sample_id(st, 0, 0), misc)
+        bid = bytes(range(1, 21))
+        records = [mmap2("/usr/bin/prog", bid), mmap2("/lib/libc.so.6"),
+                   mmap2("/usr/lib/libshort.so", b"\xaa" * 16),
+                   sample(5)]
+        for every in (None, 100):
+            with self.subTest(compress_every=every):
+                s = self.scan(perf_data(ONE, records, every))
+                self.assertEqual(s.build_ids, {
+                    "/usr/bin/prog": {bid.hex()},
+                    "/usr/lib/libshort.so": {"aa" * 16}})
+
     def test_lost_records_without_a_count_are_unknown(self):
         st = ONE[0][1]
         s = self.scan(perf_data(ONE, [sample(5), lost(3, st, 51)]))

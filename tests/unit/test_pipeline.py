@@ -330,6 +330,24 @@ class StaleBinariesTest(unittest.TestCase):
                 [paths["old"], paths["new"], missing], paths["data"]),
                 [paths["new"]])
 
+    def test_build_id_decides_where_the_recording_has_one(self):
+        # An old time does not hide a different build-id, and a new time
+        # does not accuse the same one.
+        sh = os.path.realpath("/bin/sh")
+        real = elfmod.build_id(elfmod.open_elf(sh))
+        self.assertTrue(real)
+        with tempfile.TemporaryDirectory() as tmp:
+            data = os.path.join(tmp, "data")
+            open(data, "w").close()
+            os.utime(data, (1, 1))        # older than /bin/sh
+            self.assertEqual(pipeline.stale_binaries([sh], data), [sh])
+            self.assertEqual(pipeline.stale_binaries(
+                [sh], data, {sh: {real}}), [])
+            os.utime(data, None)          # newer than /bin/sh
+            self.assertEqual(pipeline.stale_binaries([sh], data), [])
+            self.assertEqual(pipeline.stale_binaries(
+                [sh], data, {sh: {"00" * 20}}), [sh])
+
     def test_missing_data_file_names_nothing(self):
         self.assertEqual(pipeline.stale_binaries(["/bin/sh"], "/no/such.data"), [])
 

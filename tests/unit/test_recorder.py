@@ -18,6 +18,7 @@ class RecordCommandTest(unittest.TestCase):
         pages = str(recorder.mmap_pages())
         self.assertEqual(cmd, [
             "perf", "record", "-o", "out.data", "-m", pages, "-z", "--no-bpf-event",
+            "--buildid-mmap",
             "--call-graph", "dwarf,8192", "-e", "sdt_rt:alloc",
             "-e", "sdt_rt:exit/call-graph=no/", "--", "./prog", "a b"])
 
