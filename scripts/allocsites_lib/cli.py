@@ -180,7 +180,7 @@ def record(opts, argv, out=sys.stderr):
     perf = recorder.find_perf()
     recorder.check_privileges()
     prog = recorder.resolve_program(argv[0])
-    extra = [recorder.resolve_program(lib) for lib in opts.libs]
+    extra = [recorder.resolve_library(lib) for lib in opts.libs]
     binaries = recorder.probed_binaries(prog, extra)
     if not binaries:
         raise RecordError("no rt probes in %s or the libraries it links: build "
@@ -201,6 +201,7 @@ def record(opts, argv, out=sys.stderr):
         status = None
         try:
             tracefs.ensure()
+            events.tracefs = tracefs.path
             allocs, plain = [], []
             with recorder.EventLock(tracefs.path):
                 for path, names in binaries:
@@ -241,7 +242,26 @@ def record(opts, argv, out=sys.stderr):
     if not os.path.exists(output):
         raise RecordError("perf record wrote no data (exit status %d)" % status)
     summarize(perf, output, out)
-    return status
+    return exit_status(status, argv[0], out)
+
+
+def exit_status(status, program, out):
+    """The shell's convention for the program's status. perf record exits
+    with the program's status, but when the program dies of a signal perf
+    re-raises that signal on itself at exit (record__sig_exit), so Popen
+    sees -signal: 128 + signal, as a shell would give (139 for SIGSEGV,
+    not the 245 that sys.exit(-11) makes)."""
+    if status >= 0:
+        return status
+    sig = -status
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = "signal %d" % sig
+    if sig != signal.SIGINT:
+        out.write("allocsites: %s was killed by %s (exit status %d)\n"
+                  % (program, name, 128 + sig))
+    return 128 + sig
 
 
 def remove_events(events, tracefs):

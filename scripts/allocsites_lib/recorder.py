@@ -219,6 +219,19 @@ class EventLock:
 
 # --- the program and its probes -----------------------------------------
 
+def resolve_library(lib):
+    """--lib LIB -> absolute path of a readable ELF file. Libraries need no
+    execute bit (most distributions install them 0644)."""
+    path = os.path.realpath(lib)
+    if not os.path.isfile(path):
+        raise RecordError("--lib %s: no such file" % lib)
+    if not os.access(path, os.R_OK):
+        raise RecordError("--lib %s: not readable" % lib)
+    if elf.open_elf(path) is None:
+        raise RecordError("--lib %s: not an ELF64 shared library" % lib)
+    return path
+
+
 def resolve_program(prog):
     """PROG as the shell would find it -> absolute path of an ELF file."""
     path = prog if "/" in prog else shutil.which(prog)
@@ -283,8 +296,9 @@ class ProbeEvents:
     the first path, `perf probe -x second` fails with only "Failed to add
     events". So each run gives perf probe a private cache, removed after."""
 
-    def __init__(self, perf):
+    def __init__(self, perf, tracefs=None):
         self.perf = perf
+        self.tracefs = tracefs     # its path: to check what perf created
         self.created = []          # event names, e.g. "sdt_rt:alloc_1"
         self.cache = None          # private --buildid-dir
 
@@ -302,7 +316,29 @@ class ProbeEvents:
         for name in names:
             if name not in self.created:
                 self.created.append(name)
+        # perf 6.1 says "Added new event" and exits 0 for a path with a
+        # space, but the kernel rejected the definition: nothing exists.
+        missing = [n for n in names if not self.exists(n)]
+        if missing:
+            raise RecordError(
+                "perf probe reported %s in %s, but the kernel has no such "
+                "event%s" % (" ".join(missing), binary,
+                             ": perf cannot probe a path with a space; move "
+                             "or link the file to a path without one"
+                             if " " in binary else ""))
         return names[0]
+
+    def exists(self, name):
+        """Whether tracefs lists the uprobe event (True when unknown)."""
+        if self.tracefs is None:
+            return True
+        group, event = name.split(":", 1)
+        try:
+            with open(os.path.join(self.tracefs, "uprobe_events")) as f:
+                return any(line.split(None, 1)[0].split(":", 1)[-1] ==
+                           group + "/" + event for line in f if line.strip())
+        except OSError:
+            return True
 
     def remove(self):
         """Deletes the events this run created, in one perf probe call

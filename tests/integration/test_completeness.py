@@ -4,6 +4,7 @@ and truncated recordings, stacks deeper than the defaults, forks."""
 import json
 import os
 import re
+import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -60,6 +61,30 @@ class EndToEndCount(ProfileTest):
         self.assertEqual(report["totals"]["count"], 68)
         self.assertIn("complete: not checked (61 events of 1 process without "
                       "an rt:exit event", rep.stdout)
+
+
+    def test_program_killed_by_a_signal_gives_the_shells_status(self):
+        # perf re-raises the program's signal on itself: -11 from Popen,
+        # which sys.exit turned into 245. A shell says 139 (128 + 11).
+        for end, sig in (("segv", signal.SIGSEGV), ("abort", signal.SIGABRT)):
+            with self.subTest(end=end):
+                data = os.path.join(self.tmp, end + ".data")
+                out = os.path.join(self.tmp, end + ".json")
+                rec = allocsites(["record", "-o", data, "--",
+                                  program("t_deep"), "20", end])
+                self.assertEqual(rec.returncode, 128 + sig, rec.stderr)
+                self.assertIn("killed by %s (exit status %d)"
+                              % (signal.Signals(sig).name, 128 + sig),
+                              rec.stderr)
+                rep = allocsites(["report", "-i", data, "--json", out])
+                self.assertEqual(rep.returncode, 0, rep.stderr)
+                with open(out) as f:
+                    report = json.load(f)
+                # The child exited (7 checked); the killed parent's 21
+                # allocations were recorded but cannot be checked.
+                self.assertIsNone(report["complete"])
+                self.assertEqual(report["check"]["unchecked"], 21)
+                self.assertEqual(report["totals"]["count"], 28)
 
 
 class DamagedRecordings(ProfileTest):

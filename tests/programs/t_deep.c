@@ -10,7 +10,10 @@
  * of its own and exits, so the end-to-end count must tell the two
  * processes apart; it writes its own truth to $TRUTH_FILE.child. END:
  * "exit" (default, returns from main), "_exit" (ends without exit
- * handlers: no rt:exit event, no truth file). */
+ * handlers: no rt:exit event, no truth file), "segv" and "abort" (killed
+ * by SIGSEGV or SIGABRT: the exit status a shell would give is 139 and
+ * 134). */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -62,7 +65,7 @@ static void child(void)
 int main(int argc, char **argv)
 {
     int depth = argc > 1 ? atoi(argv[1]) : 400;
-    int quick = argc > 2 && strcmp(argv[2], "_exit") == 0;
+    const char *end = argc > 2 ? argv[2] : "exit";
     pid_t pid;
     truth_init(argc, argv, NULL);
     rt_free(down(depth));
@@ -71,7 +74,13 @@ int main(int argc, char **argv)
         child();
     if (pid > 0)
         waitpid(pid, NULL, 0);
-    if (quick)
+    if (strcmp(end, "_exit") == 0)
         _exit(0);
+    if (strcmp(end, "segv") == 0) {
+        signal(SIGSEGV, SIG_DFL);
+        raise(SIGSEGV);
+    }
+    if (strcmp(end, "abort") == 0)
+        abort();
     return 0;
 }

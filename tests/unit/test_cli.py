@@ -38,5 +38,22 @@ class RecordOptionsTest(unittest.TestCase):
                 self.take(args)
 
 
+
+class ExitStatusTest(unittest.TestCase):
+    """perf re-raises the program's fatal signal on itself: Popen gives
+    -signal, which becomes 128 + signal, said in one line."""
+
+    def test_statuses(self):
+        import io
+        for status, want, said in ((0, 0, ""), (3, 3, ""), (-11, 139,
+                                    "allocsites: ./p was killed by SIGSEGV "
+                                    "(exit status 139)\n"),
+                                   (-6, 134, "allocsites: ./p was killed by "
+                                    "SIGABRT (exit status 134)\n"),
+                                   (-2, 130, "")):
+            out = io.StringIO()
+            self.assertEqual(cli.exit_status(status, "./p", out), want)
+            self.assertEqual(out.getvalue(), said)
+
 if __name__ == "__main__":
     unittest.main()
