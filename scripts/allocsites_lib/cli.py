@@ -193,6 +193,7 @@ def record(opts, argv, out=sys.stderr):
     parent = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(parent):
         raise RecordError("-o %s: directory %s does not exist" % (output, parent))
+    moved = recorder.check_output(output)
     tracefs = recorder.Tracefs()
     events = recorder.ProbeEvents(perf)
     # Signals are held from the first probe event to the last removal: an
@@ -241,6 +242,7 @@ def record(opts, argv, out=sys.stderr):
         raise Stopped(interrupts.received)
     if not os.path.exists(output):
         raise RecordError("perf record wrote no data (exit status %d)" % status)
+    out.write(moved)
     summarize(perf, output, out)
     return exit_status(status, argv[0], out)
 
@@ -326,6 +328,7 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     stdout = stdout or sys.stdout
     err = err or sys.stderr
     opts = options.parse(report_args, prog="allocsites report")  # fail early
+    options.check_not_input(opts, data)
     for name in ("worker_out", "worker_progress", "worker_pids",
                  "worker_samples"):
         if getattr(opts, name) is not None:
@@ -477,10 +480,11 @@ def dispatch(argv):
         raise Usage("unknown command %s" % argv[0])
     rec, report_args = take_record_options(ours)
     jobs, report_args = take_jobs(report_args)
-    options.parse(report_args, prog="allocsites")  # fail before recording
-    status = record(rec, prog)
     if not any(a == "--svg" or a.startswith("--svg=") for a in report_args):
         report_args = report_args + [
             "--svg", os.path.splitext(rec.output)[0] + ".svg"]
+    opts = options.parse(report_args, prog="allocsites")  # fail before recording
+    options.check_not_input(opts, rec.output)
+    status = record(rec, prog)
     report_status = report(rec.output, report_args, jobs=jobs)
     return report_status or status

@@ -98,14 +98,36 @@ def parse(argv, prog="allocsites.py"):
     opts = parser(prog).parse_args(argv)
     if opts.tag:
         opts.tag = [t for arg in opts.tag for t in arg.split(",") if t]
-    for name in ("json", "folded", "svg", "csv"):
+    seen = {}
+    for name in OUTPUTS:
         path = getattr(opts, name)
         if path is not None:
             parent = os.path.dirname(os.path.abspath(path))
             if not os.path.isdir(parent):
                 raise UsageError("--%s %s: directory %s does not exist"
                                  % (name, path, parent))
+            real = os.path.realpath(path)
+            if real in seen:
+                raise UsageError("--%s and --%s name the same file %s: one "
+                                 "would overwrite the other"
+                                 % (seen[real], name, path))
+            seen[real] = name
     return opts
+
+
+OUTPUTS = ("json", "folded", "svg", "csv")
+
+
+def check_not_input(opts, data):
+    """No output file may be the recording it is made from (-o out.svg
+    once made the flame graph overwrite the recording)."""
+    for name in OUTPUTS:
+        path = getattr(opts, name)
+        if path is not None and os.path.realpath(path) == \
+                os.path.realpath(data):
+            raise UsageError("--%s %s is the recording itself; name the "
+                             "recording .data or the %s another file"
+                             % (name, path, name))
 
 
 def skip_regex(opts):

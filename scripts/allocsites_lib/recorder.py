@@ -416,6 +416,34 @@ class Boost:
         return False
 
 
+def check_output(path):
+    """-o PATH may be written: absent, or a perf.data that perf will move
+    to PATH.old (replacing a PATH.old only if that is a perf.data too).
+    Returns the note to print ("" if none); a RecordError refuses a file
+    that is not a recording, which perf would move away without a word
+    and the next run would destroy."""
+    def magic(p):
+        try:
+            with open(p, "rb") as f:
+                return f.read(8)
+        except OSError:
+            return None
+    if os.path.isdir(path):
+        raise RecordError("-o %s is a directory" % path)
+    if not os.path.lexists(path):
+        return ""
+    if magic(path) != PERF_MAGIC:
+        raise RecordError("-o %s: the file exists and is not a perf.data "
+                          "recording; not touching it (remove it or name "
+                          "another file)" % path)
+    old = path + ".old"
+    if os.path.lexists(old) and magic(old) != PERF_MAGIC:
+        raise RecordError("-o %s: perf would move the previous recording to "
+                          "%s, which exists and is not a perf.data; not "
+                          "touching it" % (path, old))
+    return "allocsites: the previous %s is kept as %s\n" % (path, old)
+
+
 def check_perf_data(path):
     """A one-line error unless path is a readable perf.data file whose data
     section is all there (perf's own message for a file cut short is

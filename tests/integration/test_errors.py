@@ -92,6 +92,24 @@ class Errors(ProfileTest):
         self.assertOneLineError(allocsites(["report", "--bogus"]), 2,
                                 "unrecognized arguments")
 
+    def test_output_that_is_not_a_recording_is_left_alone(self):
+        notes = os.path.join(self.tmp, "notes.txt")
+        with open(notes, "w") as f:
+            f.write("precious\n")
+        self.assertOneLineError(
+            allocsites(["record", "-o", notes, "--", program("t_basic"), "5"]),
+            1, "exists and is not a perf.data recording; not touching it")
+        with open(notes) as f:
+            self.assertEqual(f.read(), "precious\n")
+        self.assertFalse(os.path.exists(notes + ".old"))
+
+    def test_flame_graph_never_overwrites_the_recording(self):
+        svg = os.path.join(self.tmp, "out.svg")
+        self.assertOneLineError(
+            allocsites(["-o", svg, "--", program("t_basic"), "5"]), 2,
+            "--svg %s is the recording itself" % svg)
+        self.assertFalse(os.path.exists(svg))
+
     def test_report_options_checked_before_recording(self):
         # A typo in a report option must not cost a whole recording.
         self.assertOneLineError(

@@ -149,5 +149,22 @@ class ErrorsTest(unittest.TestCase):
             self.assertIn(flag, text)
 
 
+
+class OutputPathsTest(unittest.TestCase):
+    """Two outputs never share a path, and none is the recording."""
+
+    def test_two_outputs_one_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            same = os.path.join(tmp, "out")
+            with self.assertRaisesRegex(options.UsageError, "--json and --svg "
+                                        "name the same file"):
+                options.parse(["--json", same, "--svg", same])
+            opts = options.parse(["--json", same + ".json", "--svg",
+                                  same + ".svg"])
+            with self.assertRaisesRegex(options.UsageError, "--svg %s is the "
+                                        "recording itself" % (same + ".svg")):
+                options.check_not_input(opts, same + ".svg")
+            options.check_not_input(opts, same + ".data")
+
 if __name__ == "__main__":
     unittest.main()

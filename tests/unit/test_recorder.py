@@ -232,6 +232,32 @@ class ResolveLibraryTest(unittest.TestCase):
                 recorder.resolve_library(os.path.join(tmp, "none.so"))
 
 
+class CheckOutputTest(unittest.TestCase):
+    """-o never lets perf move away a file that is not a recording."""
+
+    def test_cases(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "run.data")
+            self.assertEqual(recorder.check_output(out), "")
+            with open(out, "w") as f:
+                f.write("my notes\n")
+            with self.assertRaisesRegex(RecordError, "exists and is not a "
+                                        "perf.data recording; not touching"):
+                recorder.check_output(out)
+            with open(out, "wb") as f:
+                f.write(recorder.PERF_MAGIC + b"\0" * 100)
+            self.assertEqual(recorder.check_output(out),
+                             "allocsites: the previous %s is kept as %s.old\n"
+                             % (out, out))
+            with open(out + ".old", "w") as f:
+                f.write("precious\n")
+            with self.assertRaisesRegex(RecordError, "run.data.old, which "
+                                        "exists and is not a perf.data"):
+                recorder.check_output(out)
+            with self.assertRaisesRegex(RecordError, "is a directory"):
+                recorder.check_output(tmp)
+
+
 class EventLockTest(unittest.TestCase):
     def test_second_holder_waits_then_gives_up_with_one_line(self):
         with tempfile.TemporaryDirectory() as tmp:
