@@ -11,7 +11,8 @@ import signal
 import subprocess
 import sys
 
-from . import options, parallel, perfdata, perfrun, pipeline, recorder
+from . import (options, parallel, perfdata, perfrun, pipeline, recorder,
+               runstate)
 from .fold import Tally
 from .recorder import RecordError
 
@@ -203,8 +204,13 @@ def record(opts, argv, out=sys.stderr):
         try:
             tracefs.ensure()
             events.tracefs = tracefs.path
+            events.state = runstate.RunState()
             allocs, plain = [], []
             with recorder.EventLock(tracefs.path):
+                for line in runstate.sweep(
+                        events.delete_named,
+                        lambda: recorder.listed_events(tracefs.path) or ()):
+                    out.write("allocsites: %s\n" % line)
                 for path, names in binaries:
                     if alloc_probe in names:
                         allocs.append(events.add(path, alloc_probe))
@@ -226,9 +232,12 @@ def record(opts, argv, out=sys.stderr):
                     except OSError as e:
                         raise RecordError("cannot run perf: %s" % e)
                 interrupts.child = child
+                events.state.note(perf=child.pid)
                 status = child.wait()
         finally:
             failed = remove_events(events, tracefs)
+            if events.state is not None and not failed:
+                events.state.done()
             tracefs.release()
             if failed:
                 # Name them: 'sdt_rt:*' would delete other people's too.

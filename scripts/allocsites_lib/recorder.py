@@ -284,6 +284,17 @@ def probed_binaries(prog_path, extra_libs=()):
 _ADDED_RE = re.compile(r"^\s*(sdt_rt:\w+)\s+\(on ")
 
 
+def listed_events(tracefs):
+    """The uprobe events tracefs lists, as perf names them ("sdt_rt:alloc"
+    for the line "p:sdt_rt/alloc /path:0x..."), or None if unreadable."""
+    try:
+        with open(os.path.join(tracefs, "uprobe_events")) as f:
+            return {line.split(None, 1)[0].split(":", 1)[-1].replace("/", ":", 1)
+                    for line in f if line.strip()}
+    except OSError:
+        return None
+
+
 class ProbeEvents:
     """The uprobe events of one run: created by add(), all removed by
     remove(). perf names events globally; with -f a name already taken
@@ -299,6 +310,7 @@ class ProbeEvents:
     def __init__(self, perf, tracefs=None):
         self.perf = perf
         self.tracefs = tracefs     # its path: to check what perf created
+        self.state = None          # runstate.RunState: for a killed run
         self.created = []          # event names, e.g. "sdt_rt:alloc_1"
         self.cache = None          # private --buildid-dir
 
@@ -316,6 +328,8 @@ class ProbeEvents:
         for name in names:
             if name not in self.created:
                 self.created.append(name)
+        if self.state is not None:
+            self.state.note(events=self.created, dirs=[self.cache])
         # perf 6.1 says "Added new event" and exits 0 for a path with a
         # space, but the kernel rejected the definition: nothing exists.
         missing = [n for n in names if not self.exists(n)]
@@ -332,26 +346,25 @@ class ProbeEvents:
         """Whether tracefs lists the uprobe event (True when unknown)."""
         if self.tracefs is None:
             return True
-        group, event = name.split(":", 1)
-        try:
-            with open(os.path.join(self.tracefs, "uprobe_events")) as f:
-                return any(line.split(None, 1)[0].split(":", 1)[-1] ==
-                           group + "/" + event for line in f if line.strip())
-        except OSError:
-            return True
+        listed = listed_events(self.tracefs)
+        return listed is None or name in listed
 
     def remove(self):
         """Deletes the events this run created, in one perf probe call
         (perf takes -d repeatedly); name by name only if that fails, to
         know which. Returns the names that could not be removed."""
-        failed = []
-        if self.created and not self._delete(self.created):
-            failed = [n for n in self.created if not self._delete([n])]
+        failed = self.delete_named(self.created)
         self.created = []
         if self.cache is not None:
             shutil.rmtree(self.cache, ignore_errors=True)
             self.cache = None
         return failed
+
+    def delete_named(self, names):
+        """Deletes exactly these events; returns those that failed."""
+        if not names or self._delete(names):
+            return []
+        return [n for n in names if not self._delete([n])]
 
     def _delete(self, names):
         cmd = [self.perf, "probe", "-q"]

@@ -1,6 +1,7 @@
 """Bad input and bad environments: one clear line, a non-zero status, no
 traceback, and nothing left behind (probe events, mounts)."""
 
+import json
 import os
 import signal
 import subprocess
@@ -9,8 +10,11 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (ALLOCSITES, PYTHON, ProfileTest, allocsites,  # noqa: E402
-                     program, rt_events)
+from harness import (ALLOCSITES, PYTHON, ROOT, ProfileTest,  # noqa: E402
+                     allocsites, program, rt_events)
+
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from allocsites_lib import runstate  # noqa: E402
 
 
 def tracefs_mounts():
@@ -153,6 +157,32 @@ class Errors(ProfileTest):
         self.assertIn("stopped by signal", err)
         self.assertNotIn("Traceback", err)
         # tearDown checks that the events are gone.
+
+    def test_next_run_removes_what_a_killed_run_left(self):
+        # SIGKILL to the whole group (allocsites, perf, the program): no
+        # clean-up ran; the run's state file says what it had made.
+        proc, _ = self.start_long_recording()
+        state = os.path.join(runstate.STATE_DIR, "%d.json" % proc.pid)
+        with open(state) as f:
+            left = json.load(f)["events"]
+        self.assertTrue(left)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)
+        deadline = time.time() + 60
+        while subprocess.run(["pgrep", "-f", "long.data"],
+                             stdout=subprocess.DEVNULL).returncode == 0:
+            self.assertLess(time.time(), deadline, "perf outlived SIGKILL")
+            time.sleep(0.1)
+        self.assertLessEqual(set(left), {e.split()[0] for e in rt_events()},
+                             "the killed run's events should still be there")
+        rec = allocsites(["record", "-o", os.path.join(self.tmp, "next.data"),
+                          "--", program("t_basic"), "5"],
+                         env={"TRUTH_FILE": os.devnull})
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        self.assertIn("allocsites: removed probe events %s left by a killed "
+                      "run (pid %d)" % (" ".join(left), proc.pid), rec.stderr)
+        self.assertFalse(os.path.exists(state))
+        # tearDown checks that no event is left.
 
     def test_ctrl_c_keeps_recording_and_removes_events(self):
         proc, data = self.start_long_recording()

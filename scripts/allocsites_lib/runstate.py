@@ -1,0 +1,109 @@
+"""What a recording run has made that must be undone, kept on disk so
+that the next run can undo it if this one is killed (SIGKILL, OOM, power
+cut of the terminal): its uprobe events, its temporary directories, and
+the pids of allocsites and of its perf record.
+
+One JSON file per run, STATE_DIR/<pid>.json, rewritten whenever the run
+makes something and removed when it has cleaned up. A later run calls
+sweep() under the EventLock before it creates events of its own: a file
+whose allocsites and perf are both gone is undone and removed. If perf is
+still alive (allocsites was killed, its perf record was not), nothing is
+touched: deleting an event that a perf still records crashed kernel 6.18
+(docs/design.md, "Probe event lifecycle")."""
+
+import json
+import os
+import shutil
+
+STATE_DIR = "/run/allocsites"
+
+
+def _alive(pid):
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class RunState:
+    """This run's file. note() after each thing made; done() at the end."""
+
+    def __init__(self, state_dir=STATE_DIR):
+        self.dir = state_dir
+        self.path = os.path.join(state_dir, "%d.json" % os.getpid())
+        self.state = {"pid": os.getpid(), "perf": None, "events": [],
+                      "dirs": []}
+
+    def note(self, events=None, dirs=None, perf=None):
+        if events is not None:
+            self.state["events"] = list(events)
+        if dirs is not None:
+            self.state["dirs"] = list(dirs)
+        if perf is not None:
+            self.state["perf"] = perf
+        try:
+            os.makedirs(self.dir, mode=0o700, exist_ok=True)
+            tmp = self.path + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(self.state, f)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass   # best effort: the run itself still cleans up
+
+    def done(self):
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+def sweep(remove_events, existing_events, state_dir=STATE_DIR):
+    """Undoes the runs that died without cleaning up. remove_events(names)
+    -> names it could not remove; existing_events() -> set of event names
+    that exist now. Returns one-line messages for the user."""
+    try:
+        names = sorted(os.listdir(state_dir))
+    except OSError:
+        return []
+    messages = []
+    for name in names:
+        if not name.endswith(".json"):
+            continue
+        path = os.path.join(state_dir, name)
+        try:
+            with open(path) as f:
+                state = json.load(f)
+            pid, perf = state["pid"], state.get("perf")
+            events = [e for e in state["events"] if isinstance(e, str)]
+            dirs = [d for d in state["dirs"] if isinstance(d, str)]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if _alive(pid):
+            continue
+        if _alive(perf):
+            messages.append("probe events %s of a killed run (pid %s) are "
+                            "still recorded by perf (pid %d); left alone"
+                            % (" ".join(events), pid, perf))
+            continue
+        there = existing_events()
+        left = [e for e in events if e in there]
+        failed = remove_events(left) if left else []
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
+        if failed:
+            messages.append("could not remove probe events %s left by a "
+                            "killed run (pid %s)" % (" ".join(failed), pid))
+            continue
+        if left:
+            messages.append("removed probe events %s left by a killed run "
+                            "(pid %s)" % (" ".join(left), pid))
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    return messages
