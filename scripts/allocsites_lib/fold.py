@@ -26,6 +26,20 @@ ROOT_FUNCTIONS = re.compile(
     r"^(_start|__libc_start_main\w*|__libc_start_call_main|start_thread|"
     r"clone3?|__clone3?|_dl_start_user|_dl_init|call_init)(\+0x[0-9a-f]+)?$")
 
+
+
+def reaches_root(logical):
+    """Whether a stack (innermost first) reaches a process or thread start.
+    A stripped executable's _start has no symbol (perf finds none in
+    .dynsym either): an unnamed outermost frame just outside
+    __libc_start_main is that _start, not a stack cut short."""
+    if ROOT_FUNCTIONS.match(logical[-1].function):
+        return True
+    return (len(logical) >= 2 and logical[-1].line == 0 and
+            not logical[-1].inlined and
+            ROOT_FUNCTIONS.match(logical[-2].function) is not None)
+
+
 NO_CALLER = Frame("[no caller]", "", 0, "", False)
 # The root of every stack that did not reach a process or thread start:
 # one named box in the flame graph, instead of towers under whatever
@@ -297,7 +311,7 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
             continue
         logical = [f for raw in frames for f in symbolizer.frames(raw)]
         chain = call_site_stack(logical, skip_re)
-        if logical and not ROOT_FUNCTIONS.match(logical[-1].function):
+        if logical and not reaches_root(logical):
             truncated += count
             if chain:
                 chain += (CUT_SHORT,)

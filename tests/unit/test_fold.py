@@ -352,6 +352,21 @@ class TruncationTest(unittest.TestCase):
             with self.subTest(outermost=name):
                 self.assertEqual(self.truncated_for(name), 3)
 
+    def test_stripped_start_outside_libc_start_main_is_a_root(self):
+        # A stripped executable's _start has no symbol: an unnamed frame
+        # right outside __libc_start_main is it. The same unnamed frame
+        # anywhere else is still a stack cut short.
+        w = World()
+        t = Tally()
+        start = fr("[unknown] prog+0x1a5e", 0, "/usr/bin/prog")
+        libc = fr("__libc_start_main+0x85", 0, "/lib/libc.so.6")
+        t.add(alloc(w.stack(PROBE, PARSE, MAIN, libc, start), 1))
+        self.assertEqual(fold.fold(t, w.sym).truncated, 0)
+        t = Tally()
+        t.add(alloc(w.stack(PROBE, PARSE, MAIN, start), 1))
+        t.add(alloc(w.stack(PROBE, PARSE, libc, fr("deep", 4)), 1))
+        self.assertEqual(fold.fold(t, w.sym).truncated, 2)
+
     def test_truncated_counts_allocations_not_stacks(self):
         w = World()
         t = Tally()
