@@ -251,9 +251,28 @@ def record(opts, argv, out=sys.stderr):
         raise Stopped(interrupts.received)
     if not os.path.exists(output):
         raise RecordError("perf record wrote no data (exit status %d)" % status)
+    full = recorder.disk_full(output) if status != 0 else None
+    if full is not None:
+        raise RecordError(full)
     out.write(moved)
     summarize(perf, output, out)
+    warn_unprobed(output, [path for path, _ in binaries], out)
     return exit_status(status, argv[0], out)
+
+
+def warn_unprobed(output, probed, out):
+    """One warning per annotated file that ran unprobed (recorder.
+    unprobed_code): exec'd programs and dlopen'ed libraries."""
+    try:
+        code = perfdata.scan(output).code
+    except Exception:  # noqa: BLE001 - the report will say what is wrong
+        return
+    for path in recorder.unprobed_code(code, probed):
+        out.write("allocsites: warning: %s ran during the recording and has "
+                  "rt probes, but was not probed (a program started by exec, "
+                  "or a library loaded by dlopen): its allocations are not in "
+                  "this recording; profile it directly, or name the library "
+                  "with --lib\n" % path)
 
 
 def exit_status(status, program, out):

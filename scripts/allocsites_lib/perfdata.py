@@ -39,6 +39,7 @@ U64 = struct.Struct("<Q")
 PERF_RECORD_LOST = 2
 PERF_RECORD_MMAP2 = 10
 PERF_RECORD_MISC_MMAP_BUILD_ID = 1 << 14
+PROT_EXEC = 4
 PERF_RECORD_SAMPLE = 9
 PERF_RECORD_LOST_SAMPLES = 13
 PERF_RECORD_COMPRESSED = 81
@@ -129,6 +130,9 @@ class Scan:
         # path -> set of build-ids (hex) the kernel gave its MMAP2 records
         # (perf record --buildid-mmap): what the recorded code was.
         self.build_ids = {}
+        # Files mapped executable by the recorded processes (MMAP2 with
+        # PROT_EXEC): every program and library that ran code.
+        self.code = set()
 
     def lost(self, event_prefix="sdt_rt:"):
         """(lost, None) or (None, reason): the figures and the rule of
@@ -353,18 +357,22 @@ class _Records:
             return self.attrs[0]
         return self.by_id.get(ident)
 
-    def mmap2_build_id(self, buf, pos, size):
-        """MMAP2 with a build-id: u32 pid, tid; u64 addr, len, pgoff; u8
+    def mmap2(self, buf, pos, size, misc):
+        """MMAP2: u32 pid, tid; u64 addr, len, pgoff; then either u32 maj,
+        min, u64 ino, ino_generation or (misc bit 14, --buildid-mmap) u8
         build_id_size, 3 reserved, 20 bytes of build-id; u32 prot, flags;
         the file name (NUL-terminated, padded), then the sample id."""
-        n = struct.unpack_from("<B", buf, pos + 40)[0]
-        if n > 20:
-            return
+        prot = struct.unpack_from("<I", buf, pos + 64)[0]
         name = bytes(buf[pos + 72:pos + size])
         name = name[:name.find(b"\0")] if b"\0" in name else name
         path = name.decode("utf-8", "surrogateescape")
-        self.scan.build_ids.setdefault(path, set()).add(
-            bytes(buf[pos + 44:pos + 44 + n]).hex())
+        if prot & PROT_EXEC and path.startswith("/"):
+            self.scan.code.add(path)
+        if misc & PERF_RECORD_MISC_MMAP_BUILD_ID:
+            n = struct.unpack_from("<B", buf, pos + 40)[0]
+            if n <= 20:
+                self.scan.build_ids.setdefault(path, set()).add(
+                    bytes(buf[pos + 44:pos + 44 + n]).hex())
 
     def walk(self, buf, start, end, on_compressed=None):
         """Records in buf[start:end]; returns where the first incomplete
@@ -412,9 +420,8 @@ class _Records:
                     lost[name] = lost.get(name, 0) + u64(buf, pos + 8)[0]
             elif type_ == PERF_RECORD_LOST:
                 self.scan.lost_records += 1
-            elif type_ == PERF_RECORD_MMAP2 and \
-                    _misc & PERF_RECORD_MISC_MMAP_BUILD_ID:
-                self.mmap2_build_id(buf, pos, size)
+            elif type_ == PERF_RECORD_MMAP2:
+                self.mmap2(buf, pos, size, _misc)
             pos += size
         self.scan.samples += samples
         return pos

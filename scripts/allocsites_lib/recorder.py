@@ -281,6 +281,23 @@ def probed_binaries(prog_path, extra_libs=()):
     return found
 
 
+def unprobed_code(code, probed):
+    """Files with rt probes that ran code during the recording (code: the
+    paths of executable mappings, perfdata.Scan.code) but were not probed:
+    a program the recorded one started with exec, a library it loaded
+    with dlopen and nobody named with --lib. Their events are missing
+    from the recording, and no end-to-end count can tell: their
+    semaphores were never raised, so they counted nothing."""
+    missing = []
+    for path in sorted(set(code) - set(probed)):
+        try:
+            if "alloc" in rt_probe_names(path):
+                missing.append(path)
+        except Exception:  # noqa: BLE001 - an unreadable file is not ours
+            pass
+    return missing
+
+
 _ADDED_RE = re.compile(r"^\s*(sdt_rt:\w+)\s+\(on ")
 
 
@@ -427,6 +444,32 @@ class Boost:
         if self.step:
             os.setpriority(os.PRIO_PROCESS, 0, self.before)
         return False
+
+
+def disk_full(path, room=1 << 20):
+    """The one-line error when perf record ran out of disk for path, else
+    None. perf then stops the program, exits 255 and leaves a header whose
+    data size is still 0: nothing in the file can be read, so it is
+    removed (it only holds the space the disk lacks)."""
+    try:
+        with open(path, "rb") as f:
+            header = f.read(56)
+        size = os.path.getsize(path)
+        st = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return None
+    free = st.f_bavail * st.f_frsize
+    if len(header) < 56 or header[:8] != PERF_MAGIC or free >= room or \
+            struct.unpack("<Q", header[48:56])[0] != 0:
+        return None
+    try:
+        os.unlink(path)
+    except OSError:
+        return ("disk full: perf stopped writing %s at %d bytes and stopped "
+                "the program; the file is unusable" % (path, size))
+    return ("disk full: perf stopped writing %s at %d bytes and stopped the "
+            "program; nothing readable was recorded, the file is removed"
+            % (path, size))
 
 
 def check_output(path):

@@ -87,6 +87,30 @@ class EndToEndCount(ProfileTest):
                 self.assertEqual(report["totals"]["count"], 28)
 
 
+    def test_exec_of_an_unprobed_annotated_program_is_named(self):
+        # t_exec allocates 3 blocks, then execs t_basic, whose probes were
+        # never set: the record says so, naming t_basic, and t_exec's own
+        # 3 (never exit()ed) are recorded but not checked.
+        data = os.path.join(self.tmp, "run.data")
+        out = os.path.join(self.tmp, "r.json")
+        rec = allocsites(["record", "-o", data, "--", program("t_exec"),
+                          program("t_basic"), "5"],
+                         env={"TRUTH_FILE": os.devnull})
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        self.assertIn("allocsites: warning: %s ran during the recording and "
+                      "has rt probes, but was not probed"
+                      % os.path.realpath(program("t_basic")), rec.stderr)
+        self.assertNotIn(os.path.realpath(program("t_exec")) + " ran",
+                         rec.stderr)
+        rep = allocsites(["report", "-i", data, "--json", out])
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        with open(out) as f:
+            report = json.load(f)
+        self.assertEqual(report["totals"]["count"], 3)
+        self.assertIsNone(report["complete"])
+        self.assertEqual(report["check"]["unchecked"], 3)
+
+
 class DamagedRecordings(ProfileTest):
 
     def record_basic(self):

@@ -3,6 +3,7 @@ traceback, and nothing left behind (probe events, mounts)."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -113,6 +114,30 @@ class Errors(ProfileTest):
             allocsites(["-o", svg, "--", program("t_basic"), "5"]), 2,
             "--svg %s is the recording itself" % svg)
         self.assertFalse(os.path.exists(svg))
+
+    def test_disk_full_is_one_line_of_ours(self):
+        # perf's own "failed to write perf data" lines come first (its
+        # stderr is the program's too, so they pass through as they are).
+        small = os.path.join(self.tmp, "small")
+        os.mkdir(small)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs",
+                        small], check=True)
+        try:
+            data = os.path.join(small, "run.data")
+            rec = allocsites(["-o", data, "--", program("t_basic"), "3000"],
+                             env={"TRUTH_FILE": os.devnull})
+            self.assertEqual(rec.returncode, 1, rec.stderr)
+            self.assertNotIn("Traceback", rec.stderr)
+            ours = [l for l in rec.stderr.splitlines()
+                    if l.startswith("allocsites:")]
+            self.assertEqual(len(ours), 1, rec.stderr)
+            self.assertRegex(ours[0], r"^allocsites: disk full: perf stopped "
+                             r"writing %s at \d+ bytes and stopped the "
+                             r"program; nothing readable was recorded, the "
+                             r"file is removed$" % re.escape(data))
+            self.assertFalse(os.path.exists(data))
+        finally:
+            subprocess.run(["umount", small], check=True)
 
     def test_report_options_checked_before_recording(self):
         # A typo in a report option must not cost a whole recording.

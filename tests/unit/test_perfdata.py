@@ -215,13 +215,13 @@ class ScanTest(unittest.TestCase):
         self.assertEqual(s.lost_samples, {"cycles": 9})
         self.assertEqual(s.lost(), (0, None))
 
-    def test_build_ids_of_mmap2_records(self):
+    def test_build_ids_and_code_of_mmap2_records(self):
         # perf record --buildid-mmap: MMAP2 with misc bit 14 carries the
         # build-id where MMAP2 otherwise has maj/min/ino; plain MMAP2
         # records (no bit) give none.
         st = ONE[0][1]
 
-        def mmap2(path, build_id=None):
+        def mmap2(path, build_id=None, prot=5):
             head = struct.pack("<IIQQQ", 42, 43, 0x5555000, 0x1000, 0)
             if build_id is None:
                 ident, misc = struct.pack("<IIQQ", 8, 1, 1234, 0), 0
@@ -231,11 +231,12 @@ class ScanTest(unittest.TestCase):
                 misc = 1 << 14
             name = path.encode() + b"\0"
             name += b"\0" * (-len(name) % 8)
-            return record(10, head + ident + struct.pack("<II", 5, 2) +
+            return record(10, head + ident + struct.pack("<II", prot, 2) +
                           name + sample_id(st, 0, 0), misc)
         bid = bytes(range(1, 21))
         records = [mmap2("/usr/bin/prog", bid), mmap2("/lib/libc.so.6"),
                    mmap2("/usr/lib/libshort.so", b"\xaa" * 16),
+                   mmap2("/data/file", prot=1), mmap2("[vdso]"),
                    sample(5)]
         for every in (None, 100):
             with self.subTest(compress_every=every):
@@ -243,6 +244,9 @@ class ScanTest(unittest.TestCase):
                 self.assertEqual(s.build_ids, {
                     "/usr/bin/prog": {bid.hex()},
                     "/usr/lib/libshort.so": {"aa" * 16}})
+                # Code: the executable mappings of files, not data.
+                self.assertEqual(s.code, {"/usr/bin/prog", "/lib/libc.so.6",
+                                          "/usr/lib/libshort.so"})
 
     def test_lost_records_without_a_count_are_unknown(self):
         st = ONE[0][1]
