@@ -1,131 +1,23 @@
-"""The allocsites command: record, report, or both in one go.
+"""The allocsites command: record, report, or both in one go. The
+command line is commandline.py's; this module does the work."""
 
-  allocsites record [-o FILE] [--stack-size N] [--lib SO] [--frees] -- PROG [ARGS...]
-  allocsites report [-i FILE] [report options]
-  allocsites [-o FILE] [--stack-size N] [report options] -- PROG [ARGS...]
-"""
-
-import collections
 import os
 import signal
 import subprocess
 import sys
 
-from . import (options, parallel, perfdata, perfrun, pipeline, recorder,
-               runstate)
+from . import (commandline, options, parallel, perfdata, perfrun, pipeline,
+               recorder, runstate)
 from .fold import Tally
 from .recorder import RecordError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ENTRY_SCRIPT = os.path.join(os.path.dirname(HERE), "allocsites.py")
-
-USAGE = """\
-usage: allocsites record [-o FILE] [--sample BYTES] [--stack-size BYTES] [--lib SO] [--frees]
-                         -- PROG [ARGS...]
-       allocsites report [-i FILE] [-j N] [report options, see allocsites report --help]
-       allocsites [record options] [report options] -- PROG [ARGS...]
-
-Per-call-site allocation profiles of allocators annotated with the rt USDT
-probes (include/rt_probes.h), recorded with perf.
-
-  record   create the sdt_rt probe events for PROG (and the libraries it
-           links), run it under perf record, remove the events again
-  report   the table (and --json/--svg/--folded/--csv files) from a recording
-  -- PROG  record, then report with a flame graph beside the data
-
-record options:
-  -o FILE             perf data file to write (default: perf.data)
-  --sample BYTES      sampled mode: about one allocation per BYTES allocated
-                      (k/m suffixes; e.g. 512k), estimates instead of exact
-                      counts, at a few percent of the cost; 0 or absent:
-                      every allocation (docs/sampling.md)
-  --stack-size BYTES  user stack copied per allocation for unwinding
-                      (default %d, max 65528, multiple of 8); raise it when
-                      the report says stacks were cut short
-  --lib SO            also probe this shared library (one PROG loads with
-                      dlopen, so ldd cannot name it); repeatable
-  --frees             also record rt:free events (counted in the report's
-                      totals; each costs a trap, so off by default)
-
-examples:
-  allocsites -- ./build/minicc 20000
-        profile minicc: table on stdout, flame graph in perf.svg
-  allocsites --sample 512k -- ./build/minicc 200000
-        a long run, sampled: estimated bytes and counts per site
-  allocsites record -o run.data -- ./server --port 8080 --name "my server"
-  allocsites report -i run.data --json run.json --skip '^xmalloc$'
-        charge allocations made through xmalloc to xmalloc's callers
-""" % recorder.DEFAULT_STACK_SIZE
+USAGE = commandline.USAGE
 
 
 class Usage(Exception):
-    pass
-
-
-# The largest mean gap the header takes (RT_SAMPLE_BYTES_MAX in
-# include/rt_sampler.h); it falls back to its default above it.
-SAMPLE_MAX = 1 << 62
-
-
-def split_program(argv):
-    """(our args, program argv) around the first '--'."""
-    if "--" not in argv:
-        return argv, None
-    i = argv.index("--")
-    return argv[:i], argv[i + 1:]
-
-
-RecordOptions = collections.namedtuple(
-    "RecordOptions", "output stack_size libs frees sample")
-
-
-def take_record_options(args):
-    """Pulls the record options out of args; returns (RecordOptions, rest)."""
-    opts = {"output": "perf.data", "stack_size": recorder.DEFAULT_STACK_SIZE,
-            "libs": [], "frees": "--frees" in args, "sample": 0}
-    args = [a for a in args if a != "--frees"]
-    valued = {"-o": "output", "--output": "output", "--stack-size": "stack_size",
-              "--lib": "libs", "--sample": "sample"}
-    rest = []
-    i = 0
-    while i < len(args):
-        a = args[i]
-        flag, value = a, None
-        if a in valued:
-            if i + 1 >= len(args):
-                raise Usage("%s needs a value" % a)
-            value, i = args[i + 1], i + 2
-        elif a.startswith("--") and a.split("=", 1)[0] in valued:
-            flag, value = a.split("=", 1)
-            i += 1
-        else:
-            rest.append(a)
-            i += 1
-            continue
-        key = valued[flag]
-        if key == "libs":
-            opts["libs"].append(value)
-        elif key == "output":
-            opts["output"] = value
-        else:
-            opts[key] = _whole_number(flag, value)
-    if opts["sample"] > SAMPLE_MAX:
-        raise Usage("--sample must be at most %d bytes (2^62), not %d"
-                    % (SAMPLE_MAX, opts["sample"]))
-    stack = opts["stack_size"]
-    if stack < 8 or stack > 65528 or stack % 8:
-        raise Usage("--stack-size must be a multiple of 8 from 8 to 65528, "
-                    "not %d" % stack)
-    return RecordOptions(**opts), rest
-
-
-def _whole_number(flag, text):
-    """'512k' / '1m' / '4096' -> int (k and m are KiB and MiB)."""
-    scale = {"k": 1 << 10, "m": 1 << 20}.get(text[-1:].lower(), 1)
-    digits = text[:-1] if scale > 1 else text
-    if not digits.isdigit():
-        raise Usage("%s: not a whole number of bytes: %r" % (flag, text))
-    return int(digits) * scale
+    """A usage error found after parsing: one line, status 2."""
 
 
 class Interrupts:
@@ -336,15 +228,6 @@ def summarize(perf, output, out):
 # scripts/allocsites.py's).
 INCOMPLETE = 3
 
-REPORT_HELP = """
-allocsites report options:
-  -i FILE, --input FILE  perf data file to read (default: perf.data)
-  -j N, --jobs N         perf script workers, each on a time range of the
-                         recording (default: one per CPU, fewer for small
-                         or, with -z, memory-heavy recordings)
-"""
-
-
 def report(data, report_args, stdout=None, jobs=None, err=None):
     """Reports the recording at data: perf script workers run allocsites.py
     on time ranges of it (parallel.py), this process merges their tallies
@@ -355,13 +238,7 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     128+signal when interrupted."""
     stdout = stdout or sys.stdout
     err = err or sys.stderr
-    opts = options.parse(report_args, prog="allocsites report")  # fail early
-    options.check_not_input(opts, data)
-    for name in ("worker_out", "worker_progress", "worker_pids",
-                 "worker_samples"):
-        if getattr(opts, name) is not None:
-            raise Usage("--%s is for the report's own perf script workers"
-                        % name.replace("_", "-"))
+    opts = options.parse(report_args, prog="allocsites report")
     perf = recorder.find_perf()
     recorder.check_perf_data(data)
     read_errors = []
@@ -419,48 +296,6 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     return INCOMPLETE if rep.verdict.complete is False else 0
 
 
-def take_jobs(args):
-    """(-j/--jobs value or None, the other args)."""
-    jobs, rest = None, []
-    i = 0
-    while i < len(args):
-        a = args[i]
-        value = None
-        if a in ("-j", "--jobs"):
-            if i + 1 >= len(args):
-                raise Usage("%s needs a value" % a)
-            value, i = args[i + 1], i + 2
-        elif a.startswith("--jobs="):
-            value, i = a[len("--jobs="):], i + 1
-        else:
-            rest.append(a)
-            i += 1
-            continue
-        if not value.isdigit() or int(value) < 1:
-            raise Usage("%s: not a number of workers: %r" % (a.split("=")[0],
-                                                            value))
-        jobs = int(value)
-    return jobs, rest
-
-
-def take_input(args):
-    data, rest = "perf.data", []
-    i = 0
-    while i < len(args):
-        if args[i] in ("-i", "--input"):
-            if i + 1 >= len(args):
-                raise Usage("%s needs a value" % args[i])
-            data = args[i + 1]
-            i += 2
-            continue
-        if args[i].startswith("--input="):
-            data = args[i][len("--input="):]
-        else:
-            rest.append(args[i])
-        i += 1
-    return data, rest
-
-
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -484,35 +319,14 @@ def main(argv=None):
 
 
 def dispatch(argv):
-    if not argv or argv[0] in ("-h", "--help", "help"):
+    inv = commandline.parse(argv)
+    if inv is None:    # allocsites --help
         sys.stdout.write(USAGE)
-        return 0 if argv else 2
-    if argv[0] == "report":
-        data, rest = take_input(argv[1:])
-        if "-h" in rest or "--help" in rest:
-            sys.stdout.write(options.parser("allocsites report").format_help())
-            sys.stdout.write(REPORT_HELP)
-            return 0
-        jobs, rest = take_jobs(rest)
-        return report(data, rest, jobs=jobs)
-    if argv[0] == "record":
-        ours, prog = split_program(argv[1:])
-        rec, rest = take_record_options(ours)
-        if rest:
-            raise Usage("record: unknown option %s" % rest[0])
-        if prog is None:
-            raise Usage("record: put the program after --")
-        return record(rec, prog)
-    ours, prog = split_program(argv)
-    if prog is None:
-        raise Usage("unknown command %s" % argv[0])
-    rec, report_args = take_record_options(ours)
-    jobs, report_args = take_jobs(report_args)
-    if not any(a == "--svg" or a.startswith("--svg=") for a in report_args):
-        report_args = report_args + [
-            "--svg", os.path.splitext(rec.output)[0] + ".svg"]
-    opts = options.parse(report_args, prog="allocsites")  # fail before recording
-    options.check_not_input(opts, rec.output)
-    status = record(rec, prog)
-    report_status = report(rec.output, report_args, jobs=jobs)
+        return 0
+    if inv.form == "report":
+        return report(inv.input, inv.report_args, jobs=inv.jobs)
+    if inv.form == "record":
+        return record(inv.record, inv.program)
+    status = record(inv.record, inv.program)
+    report_status = report(inv.record.output, inv.report_args, jobs=inv.jobs)
     return report_status or status

@@ -23,7 +23,9 @@ class UsageError(Exception):
     """A bad option: reported as one line, exit status 2."""
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
+    """argparse, but a bad option is a UsageError (one line, status 2)."""
+
     def error(self, message):
         raise UsageError(message)
 
@@ -54,9 +56,25 @@ def _regex(text):
 
 
 def parser(prog="allocsites.py"):
-    p = _Parser(prog=prog, description="Per-call-site allocation report from "
-                "perf samples of the sdt_rt:alloc probe.",
-                epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    """The perf-script entry's parser: the report options, and the hidden
+    options `allocsites report` gives its perf script workers."""
+    p = Parser(prog=prog, description="Per-call-site allocation report from "
+               "perf samples of the sdt_rt:alloc probe.",
+               epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_report_options(p)
+    # Set by `allocsites report` for its perf script workers
+    # (parallel.py): write the Tally and the progress there, no report.
+    p.add_argument("--worker-out", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--worker-progress", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--worker-pids", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--worker-samples", type=int, default=None,
+                   help=argparse.SUPPRESS)
+    return p
+
+
+def add_report_options(p):
+    """The report options, on the perf-script entry's parser and on the
+    allocsites command's report and one-command parsers alike."""
     out = p.add_argument_group("outputs (stdout always gets the table)")
     out.add_argument("--json", metavar="FILE", help="JSON report (version 1)")
     out.add_argument("--folded", metavar="FILE",
@@ -83,14 +101,31 @@ def parser(prog="allocsites.py"):
                           "that directly calls the allocator is a wrapper: "
                           "charge its caller instead (repeatable)")
     p.add_argument("--title", default=None, help="flame graph title")
-    # Set by `allocsites report` for its perf script workers
-    # (parallel.py): write the Tally and the progress there, no report.
-    p.add_argument("--worker-out", default=None, help=argparse.SUPPRESS)
-    p.add_argument("--worker-progress", default=None, help=argparse.SUPPRESS)
-    p.add_argument("--worker-pids", default=None, help=argparse.SUPPRESS)
-    p.add_argument("--worker-samples", type=int, default=None,
-                   help=argparse.SUPPRESS)
-    return p
+
+
+# The report options as (dest, flag, kind): how report_argv gives a parsed
+# Namespace back as argv to the perf script workers. A report option
+# missing here fails tests/unit/test_options.py.
+REPORT_FLAGS = (
+    ("json", "--json", "value"), ("folded", "--folded", "value"),
+    ("svg", "--svg", "value"), ("csv", "--csv", "value"),
+    ("weight", "--weight", "value"), ("tag", "--tag", "list"),
+    ("min_size", "--min-size", "value"), ("depth", "--depth", "value"),
+    ("top", "--top", "value"), ("skip", "--skip", "list"),
+    ("title", "--title", "value"),
+)
+
+
+def report_argv(opts):
+    """The report options of a parsed Namespace, as argv."""
+    out = []
+    for dest, flag, kind in REPORT_FLAGS:
+        value = getattr(opts, dest, None)
+        if value is None:
+            continue
+        for v in (value if kind == "list" else [value]):
+            out += [flag, str(v)]
+    return out
 
 
 def parse(argv, prog="allocsites.py"):
@@ -98,6 +133,12 @@ def parse(argv, prog="allocsites.py"):
     opts = parser(prog).parse_args(argv)
     if opts.tag:
         opts.tag = [t for arg in opts.tag for t in arg.split(",") if t]
+    check_outputs(opts)
+    return opts
+
+
+def check_outputs(opts):
+    """Each output's directory exists, and no two outputs share a file."""
     seen = {}
     for name in OUTPUTS:
         path = getattr(opts, name)
@@ -112,7 +153,6 @@ def parse(argv, prog="allocsites.py"):
                                  "would overwrite the other"
                                  % (seen[real], name, path))
             seen[real] = name
-    return opts
 
 
 OUTPUTS = ("json", "folded", "svg", "csv")

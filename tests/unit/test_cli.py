@@ -1,42 +1,119 @@
-"""The allocsites command's own option handling (no perf needed)."""
+"""The allocsites command's own option handling (no perf needed): one
+argparse parser per form (record, report, record-then-report), built from
+shared option groups."""
 import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
-from allocsites_lib import cli
+import contextlib
+import io
+
+from allocsites_lib import cli, commandline, options
+from allocsites_lib.options import UsageError
+
+
+def parse(argv):
+    return commandline.parse(argv)
 
 
 class RecordOptionsTest(unittest.TestCase):
-    def take(self, args):
-        return cli.take_record_options(args)
 
     def test_defaults(self):
-        opts, rest = self.take(["--json", "x.json"])
-        self.assertEqual(opts, cli.RecordOptions("perf.data", 8192, [], False, 0))
-        self.assertEqual(rest, ["--json", "x.json"])
+        inv = parse(["record", "--", "./prog", "-x"])
+        self.assertEqual(inv.form, "record")
+        self.assertEqual(vars(inv.record), {
+            "output": "perf.data", "stack_size": 8192, "libs": [],
+            "frees": False, "sample": 0})
+        self.assertEqual(inv.program, ["./prog", "-x"])
 
     def test_values(self):
-        opts, _ = self.take(["-o", "r.data", "--stack-size=16384", "--lib", "a.so",
-                             "--lib=b.so", "--frees", "--sample", "512k"])
-        self.assertEqual(opts, cli.RecordOptions("r.data", 16384, ["a.so", "b.so"], True,
-                                                 524288))
+        inv = parse(["record", "-o", "r.data", "--stack-size=16384", "--lib",
+                     "a.so", "--lib=b.so", "--frees", "--sample", "512k",
+                     "--", "p"])
+        self.assertEqual(vars(inv.record), {
+            "output": "r.data", "stack_size": 16384, "libs": ["a.so", "b.so"],
+            "frees": True, "sample": 524288})
 
     def test_sample_the_header_cannot_represent(self):
         for text in ("99999999999999999999", "18446744073709551617",
                      "4611686018427387905", "4503599627370497m"):
-            with self.assertRaisesRegex(cli.Usage, r"^--sample must be at most "
-                                        r"4611686018427387904 bytes \(2\^62\)"):
-                self.take(["--sample", text])
-        opts, _ = self.take(["--sample", "4611686018427387904"])
-        self.assertEqual(opts.sample, 1 << 62)
+            with self.assertRaisesRegex(UsageError, r"^--sample must be at "
+                                        r"most 4611686018427387904 bytes "
+                                        r"\(2\^62\)"):
+                parse(["record", "--sample", text, "--", "p"])
+        inv = parse(["record", "--sample", "4611686018427387904", "--", "p"])
+        self.assertEqual(inv.record.sample, 1 << 62)
 
-    def test_bad_numbers(self):
-        for args, message in ((["--sample", "12x"], "not a whole number of bytes"),
-                              (["--stack-size", "100"], "multiple of 8"),
-                              (["--stack-size", "65536"], "from 8 to 65528"),
-                              (["-o"], "-o needs a value")):
-            with self.assertRaisesRegex(cli.Usage, message):
-                self.take(args)
+    def test_bad_numbers_and_forms(self):
+        for argv, message in (
+                (["record", "--sample", "12x", "--", "p"],
+                 "not a whole number of bytes"),
+                (["record", "--stack-size", "100", "--", "p"], "multiple of 8"),
+                (["record", "--stack-size", "65536", "--", "p"],
+                 "from 8 to 65528"),
+                (["record", "-o"], "expected one argument"),
+                (["record", "-o", "x"], "record: put the program after --"),
+                (["record", "--"], "no program given after --"),
+                (["record", "--json", "x", "--", "p"],
+                 "unrecognized arguments: --json"),
+                (["frobnicate"], "unknown command frobnicate"),
+                ([], "no command"),
+                (["--out", "x", "--", "p"], "unrecognized arguments: --out")):
+            with self.subTest(argv=argv):
+                with self.assertRaisesRegex(UsageError, message):
+                    parse(argv)
 
+
+class FormsTest(unittest.TestCase):
+
+    def test_report(self):
+        inv = parse(["report", "-i", "run.data", "-j", "2", "--top", "5",
+                     "--tag", "a,b", "--skip", "^x$", "--skip", "y"])
+        self.assertEqual((inv.form, inv.input, inv.jobs, inv.program),
+                         ("report", "run.data", 2, None))
+        self.assertEqual(options.parse(inv.report_args).skip, ["^x$", "y"])
+        self.assertEqual(options.parse(inv.report_args).tag, ["a", "b"])
+        self.assertEqual(options.parse(inv.report_args).top, 5)
+
+    def test_one_command_puts_the_flame_graph_beside_the_recording(self):
+        inv = parse(["-o", "c.data", "--top", "10", "--", "prog", "--top"])
+        self.assertEqual(inv.form, "profile")
+        self.assertEqual(inv.record.output, "c.data")
+        self.assertEqual(inv.program, ["prog", "--top"])
+        self.assertEqual(options.parse(inv.report_args).svg, "c.svg")
+        inv = parse(["--svg", "f.svg", "--", "prog"])
+        self.assertEqual(options.parse(inv.report_args).svg, "f.svg")
+
+    def test_report_argv_gives_back_every_report_option(self):
+        # A report option that report_argv does not know would be lost on
+        # its way to the perf script workers.
+        argv = ["--json", "j", "--folded", "f", "--svg", "s", "--csv", "c",
+                "--weight", "count", "--tag", "t", "--min-size", "3",
+                "--depth", "4", "--top", "5", "--skip", "k", "--title", "T"]
+        opts = options.parse(argv)
+        self.assertEqual(vars(options.parse(options.report_argv(opts))),
+                         vars(opts))
+        dests = {a.dest for a in options.parser()._actions
+                 if a.option_strings and not a.dest.startswith("worker_")
+                 and a.dest != "help"}
+        self.assertEqual(dests, {d for d, _, _ in options.REPORT_FLAGS})
+
+    def test_each_form_has_its_own_help_with_examples(self):
+        for argv, usage, example in (
+                (["record", "--help"], "usage: allocsites record",
+                 "allocsites record --lib"),
+                (["report", "--help"], "usage: allocsites report",
+                 "allocsites report -i run.data --skip"),
+                (["--", "--help"], "usage: allocsites [record options]",
+                 "allocsites -o c.data --top 10")):
+            with self.subTest(argv=argv):
+                out = io.StringIO()
+                with contextlib.redirect_stdout(out):
+                    with self.assertRaises(SystemExit) as cm:
+                        parse(argv)
+                self.assertEqual(cm.exception.code, 0)
+                self.assertTrue(out.getvalue().startswith(usage))
+                self.assertIn(example, out.getvalue())
+        self.assertIsNone(parse(["--help"]))
 
 
 class ExitStatusTest(unittest.TestCase):
@@ -44,7 +121,6 @@ class ExitStatusTest(unittest.TestCase):
     -signal, which becomes 128 + signal, said in one line."""
 
     def test_statuses(self):
-        import io
         for status, want, said in ((0, 0, ""), (3, 3, ""), (-11, 139,
                                     "allocsites: ./p was killed by SIGSEGV "
                                     "(exit status 139)\n"),
@@ -54,6 +130,7 @@ class ExitStatusTest(unittest.TestCase):
             out = io.StringIO()
             self.assertEqual(cli.exit_status(status, "./p", out), want)
             self.assertEqual(out.getvalue(), said)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -7,7 +7,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import argparse
 import re
 
-from allocsites_lib import cli, options
+from allocsites_lib import commandline, options
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 OPTION_RE = re.compile(r"(?<![\w-])(--[a-z][a-z-]*)")
@@ -19,14 +19,16 @@ def read(path):
 
 
 def help_options():
-    """The long options --help shows: record (the usage text), report
-    (argparse, hidden ones left out) and the report's own (-i, -j)."""
-    usage = cli.USAGE.split("examples:")[0]   # not the programs' own options
-    found = set(OPTION_RE.findall(usage)) | set(OPTION_RE.findall(cli.REPORT_HELP))
-    for action in options.parser()._actions:
-        if action.help != argparse.SUPPRESS:
-            found.update(o for o in action.option_strings if o.startswith("--"))
-    return found | {"--help"}
+    """The long options the three forms' --help show (argparse, hidden ones
+    left out), and the perf-script entry's."""
+    found = {"--help"}
+    for p in (commandline.record_parser(), commandline.report_parser(),
+              commandline.profile_parser(), options.parser()):
+        for action in p._actions:
+            if action.help != argparse.SUPPRESS:
+                found.update(o for o in action.option_strings
+                             if o.startswith("--"))
+    return found
 
 
 class DocumentedOptions(unittest.TestCase):

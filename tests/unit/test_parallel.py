@@ -9,7 +9,8 @@ import random
 import shutil
 import tempfile
 
-from allocsites_lib import cli, options, parallel, pipeline
+from allocsites_lib import commandline, options, parallel, pipeline
+from allocsites_lib.options import UsageError
 from allocsites_lib.fold import Tally
 from allocsites_lib.parse import Event
 from fixtures import raw
@@ -404,22 +405,26 @@ class ReadErrorsInReportTest(unittest.TestCase):
 class ReportRefusesWorkerOptionsTest(unittest.TestCase):
 
     def test_refused(self):
-        with self.assertRaisesRegex(cli.Usage, "--worker-out"):
-            cli.report("x.data", ["--worker-out", "t"])
+        for flag in ("--worker-out", "--worker-pids", "--worker-progress",
+                     "--worker-samples"):
+            with self.subTest(flag=flag):
+                with self.assertRaisesRegex(UsageError, flag):
+                    commandline.parse(["report", flag, "t"])
 
 
-class TakeJobsTest(unittest.TestCase):
+class JobsOptionTest(unittest.TestCase):
 
     def test_forms(self):
-        self.assertEqual(cli.take_jobs(["-j", "3", "--top", "5"]),
-                         (3, ["--top", "5"]))
-        self.assertEqual(cli.take_jobs(["--jobs=2"]), (2, []))
-        self.assertEqual(cli.take_jobs(["--json", "x"]),
-                         (None, ["--json", "x"]))
+        for argv, jobs in ((["report", "-j", "3", "--top", "5"], 3),
+                           (["report", "--jobs=2"], 2),
+                           (["report", "--json", "x"], None),
+                           (["-j", "4", "--", "prog"], 4)):
+            with self.subTest(argv=argv):
+                self.assertEqual(commandline.parse(argv).jobs, jobs)
         for bad in (["-j"], ["-j", "0"], ["--jobs=x"]):
             with self.subTest(bad=bad):
-                with self.assertRaises(cli.Usage):
-                    cli.take_jobs(bad)
+                with self.assertRaises(UsageError):
+                    commandline.parse(["report"] + bad)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,255 @@
+"""The allocsites command line: one argparse parser per form, built from
+shared option groups, so `record`, `report` and the one-command form
+cannot disagree about an option.
+
+  allocsites record [record options] -- PROG [ARGS...]
+  allocsites report [-i FILE] [-j N] [report options]
+  allocsites [record options] [-j N] [report options] -- PROG [ARGS...]
+
+The report options themselves are options.add_report_options (shared with
+the perf-script entry scripts/allocsites.py). parse() returns an
+Invocation; each form's --help prints its own options and examples."""
+
+import argparse
+import collections
+import os
+
+from . import options, recorder
+from .options import UsageError
+
+# The largest mean gap the header takes (RT_SAMPLE_BYTES_MAX in
+# include/rt_sampler.h); it falls back to its default above it.
+SAMPLE_MAX = 1 << 62
+
+USAGE = """\
+usage: allocsites record [record options] -- PROG [ARGS...]
+       allocsites report [-i FILE] [-j N] [report options]
+       allocsites [record options] [-j N] [report options] -- PROG [ARGS...]
+
+Per-call-site allocation profiles of allocators annotated with the rt USDT
+probes (include/rt_probes.h), recorded with perf.
+
+  record   create the sdt_rt probe events for PROG (and the libraries it
+           links), run it under perf record, remove the events again
+  report   the table (and --json/--svg/--folded/--csv files) from a recording
+  -- PROG  record, then report with a flame graph beside the data
+
+Each form lists its options and examples with --help:
+  allocsites record --help      allocsites report --help      allocsites -- --help
+
+examples:
+  allocsites -- ./build/minicc 20000
+        profile minicc: table on stdout, flame graph in perf.svg
+  allocsites --sample 512k -- ./build/minicc 200000
+        a long run, sampled: estimated bytes and counts per site
+  allocsites record -o run.data -- ./server --port 8080 --name "my server"
+  allocsites report -i run.data --json run.json --skip '^xmalloc$'
+        charge allocations made through xmalloc to xmalloc's callers
+"""
+
+RECORD_EXAMPLES = """\
+examples:
+  allocsites record -- ./build/minicc 500
+        every allocation of minicc, into perf.data
+  allocsites record -o run.data --stack-size 16384 -- ./lua script.lua
+        an interpreter: a deeper stack copy so stacks reach main
+  allocsites record --sample 512k -o long.data -- ./server --port 8080
+        sampled: about one allocation per 512 KiB allocated
+  allocsites record --lib ./plugins/libparse.so -- ./host
+        also probe a library the program loads with dlopen
+"""
+
+REPORT_EXAMPLES = """\
+examples:
+  allocsites report
+        table of the 20 call sites of perf.data that allocated the most bytes
+  allocsites report -i run.data --svg run.svg --json run.json
+        also a flame graph and a JSON report
+  allocsites report -i run.data --skip '^(xmalloc|arena_new)$'
+        charge allocations to the callers of the wrappers xmalloc and arena_new
+  allocsites report -i run.data --tag ast --top 5 --csv ast.csv
+        only allocations tagged ast, five largest sites
+"""
+
+PROFILE_EXAMPLES = """\
+examples:
+  allocsites -- ./build/minicc 20000
+        record into perf.data, then the table, and the flame graph perf.svg
+  allocsites -o c.data --top 10 --json c.json -- ./build/minicc 20000
+        record into c.data; ten sites, a JSON report, the flame graph c.svg
+  allocsites --sample 512k -- ./build/minicc 200000
+        a long run, sampled: estimated bytes and counts per site
+"""
+
+# form: "record", "report" or "profile"; record: the record options
+# (output, stack_size, libs, frees, sample) or None; input: the recording
+# to report (report form); jobs: -j or None; report_args: the report
+# options as argv (for the perf script workers); program: PROG's argv.
+Invocation = collections.namedtuple(
+    "Invocation", "form record input jobs report report_args program")
+
+
+def bytes_value(flag):
+    """'512k' / '1m' / '4096' -> int (k and m are KiB and MiB)."""
+    def convert(text):
+        scale = {"k": 1 << 10, "m": 1 << 20}.get(text[-1:].lower(), 1)
+        digits = text[:-1] if scale > 1 else text
+        if not digits.isdigit():
+            raise UsageError("%s: not a whole number of bytes: %r"
+                             % (flag, text))
+        return int(digits) * scale
+    return convert
+
+
+def sample_bytes(text):
+    value = bytes_value("--sample")(text)
+    if value > SAMPLE_MAX:
+        raise UsageError("--sample must be at most %d bytes (2^62), not %d"
+                         % (SAMPLE_MAX, value))
+    return value
+
+
+def stack_size(text):
+    value = bytes_value("--stack-size")(text)
+    if value < 8 or value > 65528 or value % 8:
+        raise UsageError("--stack-size must be a multiple of 8 from 8 to "
+                         "65528, not %d" % value)
+    return value
+
+
+def positive_jobs(text):
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError("-j/--jobs: not a number of workers: %r" % text)
+    return int(text)
+
+
+def add_record_options(p):
+    g = p.add_argument_group("record options")
+    g.add_argument("-o", "--output", default="perf.data", metavar="FILE",
+                   help="perf data file to write (default: perf.data)")
+    g.add_argument("--sample", type=sample_bytes, default=0, metavar="BYTES",
+                   help="sampled mode: about one allocation per BYTES "
+                        "allocated (k/m suffixes; e.g. 512k), estimates "
+                        "instead of exact counts, at a few percent of the "
+                        "cost; 0 or absent: every allocation "
+                        "(docs/sampling.md)")
+    g.add_argument("--stack-size", type=stack_size,
+                   default=recorder.DEFAULT_STACK_SIZE, metavar="BYTES",
+                   help="user stack copied per allocation for unwinding "
+                        "(default %d, max 65528, multiple of 8); raise it "
+                        "when the report says stacks were cut short"
+                        % recorder.DEFAULT_STACK_SIZE)
+    g.add_argument("--lib", dest="libs", action="append", default=[],
+                   metavar="SO",
+                   help="also probe this shared library (one PROG loads "
+                        "with dlopen, so ldd cannot name it); repeatable")
+    g.add_argument("--frees", action="store_true",
+                   help="also record rt:free events (counted in the "
+                        "report's totals; each costs a trap, so off by "
+                        "default)")
+
+
+def add_jobs_option(p):
+    p.add_argument("-j", "--jobs", type=positive_jobs, default=None,
+                   metavar="N",
+                   help="perf script workers, each on a time range of the "
+                        "recording (default: one per CPU, fewer for small or "
+                        "memory-heavy recordings)")
+
+
+def _parser(prog, usage, description, epilog):
+    return options.Parser(
+        prog=prog, usage=usage, description=description, epilog=epilog,
+        allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def record_parser():
+    p = _parser("allocsites record",
+                "allocsites record [record options] -- PROG [ARGS...]",
+                "Run PROG under perf record with the sdt_rt probes of PROG\n"
+                "and its libraries; remove the probe events after.",
+                RECORD_EXAMPLES)
+    add_record_options(p)
+    return p
+
+
+def report_parser():
+    p = _parser("allocsites report",
+                "allocsites report [-i FILE] [-j N] [report options]",
+                "The per-call-site report of a recording: a table on\n"
+                "stdout, and the files the outputs name.",
+                REPORT_EXAMPLES)
+    p.add_argument("-i", "--input", default="perf.data", metavar="FILE",
+                   help="perf data file to read (default: perf.data)")
+    add_jobs_option(p)
+    options.add_report_options(p)
+    return p
+
+
+def profile_parser():
+    p = _parser("allocsites",
+                "allocsites [record options] [-j N] [report options] "
+                "-- PROG [ARGS...]",
+                "Record PROG, then report it, with the flame graph beside\n"
+                "the recording (FILE.svg for -o FILE.data) unless --svg\n"
+                "names another file.",
+                PROFILE_EXAMPLES)
+    add_record_options(p)
+    add_jobs_option(p)
+    options.add_report_options(p)
+    return p
+
+
+def split_program(argv):
+    """(our args, program argv or None) around the first '--'."""
+    if "--" not in argv:
+        return argv, None
+    i = argv.index("--")
+    return argv[:i], argv[i + 1:]
+
+
+RECORD_DESTS = ("output", "sample", "stack_size", "libs", "frees")
+
+
+def parse(argv):
+    """argv (without the command name) -> Invocation, or None after
+    printing help. Raises UsageError with one line."""
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        if not argv:
+            raise UsageError("no command: allocsites record|report|-- PROG "
+                             "(allocsites --help)")
+        return None
+    form = argv[0] if argv[0] in ("record", "report") else "profile"
+    args = argv[1:] if form != "profile" else argv
+    ours, program = split_program(args) if form != "report" else (args, None)
+    if form == "profile" and program is not None and \
+            program[:1] in (["-h"], ["--help"]) and not ours:
+        ours, program = ["--help"], None    # allocsites -- --help
+    if form == "profile" and program is None and \
+            not {"-h", "--help"} & set(ours):
+        raise UsageError("unknown command %s: put the program after -- "
+                         "(allocsites --help)" % argv[0])
+    p = {"record": record_parser, "report": report_parser,
+         "profile": profile_parser}[form]()
+    opts = p.parse_args(ours)          # exits 0 after --help
+    record = None
+    if form != "report":
+        if program is None:
+            raise UsageError("record: put the program after --")
+        if not program:
+            raise UsageError("no program given after --")
+        record = argparse.Namespace(**{d: getattr(opts, d)
+                                       for d in RECORD_DESTS})
+    report_args = options.report_argv(opts) if form != "record" else []
+    if form == "profile" and opts.svg is None:
+        opts.svg = os.path.splitext(opts.output)[0] + ".svg"
+        report_args += ["--svg", opts.svg]
+    if form != "record":
+        options.check_outputs(opts)
+        options.check_not_input(opts, opts.input if form == "report"
+                                else opts.output)
+    return Invocation(form, record, getattr(opts, "input", None),
+                      getattr(opts, "jobs", None),
+                      opts if form != "record" else None, report_args,
+                      program)
