@@ -4,9 +4,10 @@
  * tag). Each expands, on ONE source line, to a note of (file, line,
  * function, tag, size) and the allocator call, so the line the program
  * notes is exactly the call site the profile must report. At exit the
- * notes are written as JSON to $TRUTH_FILE, with the program's argv:
- *   {"argv": [...], "sites": [{"file", "line", "function", "count",
- *    "bytes", "tags": {"<tag name or number>": bytes}}]}
+ * notes are written as JSON to $TRUTH_FILE, with the program's argv, one
+ * record per (site, tag):
+ *   {"argv": [...], "records": [{"file", "function", "line",
+ *    "tag": "<tag name or number>", "count", "bytes"}]}
  * Header-only; thread-safe; uses no allocator of its own. */
 #ifndef TRUTH_H
 #define TRUTH_H
