@@ -34,6 +34,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -129,6 +130,10 @@ def main():
     ap.add_argument("--record-args", default="",
                     help="extra allocsites record options (default: none)")
     a = ap.parse_args()
+    # SIGTERM (pkill, a CI timeout) must unwind like Ctrl-C, through the
+    # finally that kills the busy loop: an orphaned busy loop once made
+    # every later "idle" run of a benchmark a loaded one.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     progs = programs(a.programs.split(","))
     loads = a.load.split(",")
     extra = shlex.split(a.record_args)
