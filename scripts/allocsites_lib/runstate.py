@@ -19,15 +19,18 @@ STATE_DIR = "/run/allocsites"
 
 
 def _alive(pid):
+    """Whether pid is a running process. A zombie is not: a killed run's
+    perf, orphaned, may stay a zombie for good where init does not reap
+    (a container's or a VM's minimal init), and it records nothing."""
     if not isinstance(pid, int) or pid <= 0:
         return False
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except OSError:
         return False
-    except PermissionError:
-        return True
-    return True
+    # pid (comm) STATE ...: comm may hold spaces and parentheses.
+    return stat[stat.rfind(")") + 2:][:1] not in ("Z", "X", "")
 
 
 class RunState:

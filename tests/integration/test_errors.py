@@ -167,12 +167,21 @@ class Errors(ProfileTest):
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             universal_newlines=True, start_new_session=True,
             env=dict(os.environ, TRUTH_FILE=os.path.join(self.tmp, "t.json")))
+        # A failed test must not leave a recording of 10^8 allocations
+        # running (and its events) for every later test.
+        self.addCleanup(self.stop_recording, proc)
         deadline = time.time() + 60
         while len(rt_events()) <= len(self.events_before):
             self.assertLess(time.time(), deadline, "events never appeared")
             time.sleep(0.1)
         time.sleep(1.0)  # let perf record start the program
         return proc, data
+
+    @staticmethod
+    def stop_recording(proc):
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)   # allocsites cleans up
+            proc.communicate(timeout=120)
 
     def test_sigterm_removes_probe_events(self):
         proc, _ = self.start_long_recording()
@@ -186,7 +195,7 @@ class Errors(ProfileTest):
     def test_next_run_removes_what_a_killed_run_left(self):
         # SIGKILL to the whole group (allocsites, perf, the program): no
         # clean-up ran; the run's state file says what it had made.
-        proc, _ = self.start_long_recording()
+        proc, data = self.start_long_recording()
         state = os.path.join(runstate.STATE_DIR, "%d.json" % proc.pid)
         with open(state) as f:
             left = json.load(f)["events"]
@@ -194,7 +203,7 @@ class Errors(ProfileTest):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=60)
         deadline = time.time() + 60
-        while subprocess.run(["pgrep", "-f", "long.data"],
+        while subprocess.run(["pgrep", "-f", data],
                              stdout=subprocess.DEVNULL).returncode == 0:
             self.assertLess(time.time(), deadline, "perf outlived SIGKILL")
             time.sleep(0.1)

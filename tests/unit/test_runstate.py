@@ -16,6 +16,19 @@ def dead_pid():
     return proc.pid
 
 
+class AliveTest(unittest.TestCase):
+    def test_zombie_is_not_alive(self):
+        proc = subprocess.Popen(["true"])
+        import time
+        while open("/proc/%d/stat" % proc.pid).read().split(")")[-1][1] != "Z":
+            time.sleep(0.01)
+        self.assertFalse(runstate._alive(proc.pid))   # not reaped yet
+        proc.wait()
+        self.assertFalse(runstate._alive(proc.pid))
+        self.assertTrue(runstate._alive(os.getpid()))
+        self.assertFalse(runstate._alive(None))
+
+
 class SweepTest(unittest.TestCase):
 
     def setUp(self):
