@@ -28,6 +28,7 @@ process shows the share of the samples done.
 """
 
 import bisect
+import glob
 import collections
 import os
 import pickle
@@ -517,6 +518,7 @@ def run(perf, data, entry_script, report_args, ranges, times, tally_factory,
     try:
         for sig in STOP_SIGNALS:
             saved[sig] = signal.signal(sig, _raise_interrupted)
+        vdso_before = perf_vdso_files()
         tmpdir = tempfile.mkdtemp(prefix="allocsites-report-")
         workers = [Worker(i, len(ranges), start, end, tmpdir)
                    for i, (start, end) in enumerate(ranges)]
@@ -551,9 +553,11 @@ def run(perf, data, entry_script, report_args, ranges, times, tally_factory,
         for sig in saved:
             signal.signal(sig, signal.SIG_IGN)
         progress.clear()
-        _stop(workers)
+        killed = _stop(workers)
         if tmpdir:
             shutil.rmtree(tmpdir, ignore_errors=True)
+            remove_perf_vdso_files(vdso_before, killed + sum(
+                1 for w in workers if w.stop_after is not None))
         for sig, handler in saved.items():
             signal.signal(sig, handler)
 
@@ -586,13 +590,43 @@ def _wait(workers, times, progress):
 
 def _stop(workers):
     """Kills the workers still running (an interrupted report) and reaps
-    them all, so none outlives the report or writes to a removed dir."""
+    them all, so none outlives the report or writes to a removed dir.
+    Returns how many it killed."""
+    killed = 0
     for w in workers:
         if w.proc is not None and w.proc.poll() is None:
             try:
                 w.proc.kill()
+                killed += 1
             except OSError:
                 pass
     for w in workers:
         if w.proc is not None:
             w.proc.wait()
+    return killed
+
+
+# perf script writes the recorded [vdso] image to a temporary file of this
+# name (util/vdso.c: the directory is fixed) and removes it when it ends
+# normally. A worker that stops early (os._exit once it has its samples)
+# or is killed leaves it behind: one 8 KiB file per worker and report.
+PERF_VDSO_GLOB = "/tmp/perf-vdso.so-*"
+
+
+def perf_vdso_files():
+    return set(glob.glob(PERF_VDSO_GLOB))
+
+
+def remove_perf_vdso_files(before, at_most):
+    """Removes the vdso files that appeared while the workers ran, if there
+    are no more of them than workers that could have left one (early
+    stops and kills): then they are ours. More means another perf ran at
+    the same time and may still need its file: then none is touched."""
+    new = perf_vdso_files() - before
+    if not new or len(new) > at_most:
+        return
+    for path in new:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass

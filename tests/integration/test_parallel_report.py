@@ -62,6 +62,12 @@ class ParallelReport(ProfileTest):
             return json.load(f)
 
     def test_workers_give_the_single_run_report_exactly(self):
+        # Workers that stop early would leave perf's /tmp/perf-vdso.so-*
+        # files (perf removes them only when it ends normally).
+        vdso = set(glob.glob(parallel.PERF_VDSO_GLOB))
+        self.addCleanup(lambda: self.assertEqual(
+            set(glob.glob(parallel.PERF_VDSO_GLOB)) - vdso, set(),
+            "perf's vdso files left behind"))
         for prog, args in ((program("t_threads"), ["8000"]),
                            (program("t_basic"), ["3000"])):
             with self.subTest(prog=os.path.basename(prog)):
