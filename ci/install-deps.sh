@@ -3,7 +3,8 @@
 #   perf (linux-perf), sys/sdt.h and dtrace (systemtap-sdt-dev), gcc, g++
 #   (the header must work from C++), make, addr2line
 #   (binutils), valgrind (the probes' cost, counted by callgrind in a unit
-#   test) and the system Python perf embeds (python3).
+#   test), gdb (a unit test unwinds through the sampler's asm) and the
+#   system Python perf embeds (python3).
 # tracefs is not mounted here: `allocsites record` mounts it when needed and
 # unmounts it afterwards, leaving the machine as it found it.
 set -eu
@@ -17,6 +18,8 @@ command -v g++ >/dev/null 2>&1 || missing="$missing g++"
 command -v make >/dev/null 2>&1 || missing="$missing make"
 command -v addr2line >/dev/null 2>&1 || missing="$missing binutils"
 command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
+# gdb: the sampler's asm is unwound by a debugger (test_sampler_unwind.py).
+command -v gdb >/dev/null 2>&1 || missing="$missing gdb"
 [ -x /usr/bin/python3 ] || missing="$missing python3"
 # The lint test (tests/unit/test_lint.py).
 command -v pyflakes3 >/dev/null 2>&1 || missing="$missing pyflakes3"

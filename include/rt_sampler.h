@@ -176,7 +176,7 @@ rt__sample_slow(struct rt__sampler *t, unsigned long long size)
 }
 #endif
 
-#if defined(__x86_64__) && defined(__SSE2__) && !defined(RT_PROBES_NO_ASM_GOTO)
+#if defined(__x86_64__) && defined(__SSE2__) && !defined(RT_PROBES_NO_ASM_GOTO) && !defined(RT_SAMPLER_PLAIN_CALL)
 #if defined(__AVX512F__)
 #define RT__CLOBBER_HIGH_XMM , "xmm16", "xmm17", "xmm18", "xmm19", "xmm20",   \
     "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28",  \
@@ -191,34 +191,72 @@ rt__sample_slow(struct rt__sampler *t, unsigned long long size)
  * callee-saved register for the whole function, and move it to %rax on
  * the hot path too: one more instruction per allocation when nothing
  * records (bench/offcost_callgrind.py: +2.50 per event, +2.00 with this).
- * So the asm saves every general register itself (the result leaves
- * through %xmm15, which it declares clobbered with the other vector
- * registers), steps over the red zone and aligns the stack for the call.
- * Cost: none on the hot path. There is no CFI inside, so a debugger
- * stopped in rt__sample_slow may not unwind past it; perf's unwinding of
- * rt:sample is unaffected (the probe fires after the asm). */
+ * So the asm saves every caller-saved general register itself (the
+ * result leaves through %xmm15, which it declares clobbered with the other
+ * vector registers), steps over the red zone and aligns the stack for the
+ * call. Cost: none on the hot path.
+ *
+ * Unwinding through it (a debugger stopped in rt__sample_slow, a CPU
+ * profile landing there): the asm moves %rsp by an amount only known at
+ * run time, and the enclosing function's CFA may be %rsp- or %rbp-based
+ * (frame pointers), which the asm cannot know. So it keeps the CFA itself:
+ * the compiler's __builtin_dwarf_cfa() is stored in a slot, and CFI
+ * expressions (DW_CFA_def_cfa_expression: "CFA = *(slot)") locate that
+ * slot from %rsp (or %rax) at every instruction until %rsp is back;
+ * tests/unit/test_sampler_unwind.py checks gdb's backtrace from
+ * rt__sample_slow to main, with and without frame pointers, GCC and clang.
+ * Without CFI directives (-fno-asynchronous-unwind-tables) none is
+ * written. */
+#if defined(__GCC_HAVE_DWARF2_CFI_ASM)
+#define RT__CFI(text) text "\n\t"
+#else
+#define RT__CFI(text)
+#endif
+/* DW_CFA_def_cfa_expression (0x0f), 4 bytes: DW_OP_breg7 (%rsp) + N as a
+ * two-byte SLEB128, DW_OP_deref: CFA = *(%rsp + N). */
+#define RT__CFA_AT_RSP(n) RT__CFI(".cfi_escape 0x0f, 4, 0x77, " n ", 0, 0x06")
 static inline __attribute__((always_inline)) unsigned long long
 rt__sample_slow_call(struct rt__sampler *t, unsigned long long size)
 {
     unsigned long long w;
-    __asm__ volatile("lea -128(%%rsp), %%rsp\n\t"
-                     "push %%rax\n\tpush %%rcx\n\tpush %%rdx\n\t"
-                     "push %%rsi\n\tpush %%rdi\n\tpush %%r8\n\t"
-                     "push %%r9\n\tpush %%r10\n\tpush %%r11\n\t"
-                     "push %%rbp\n\t"
-                     "mov %%rsp, %%rbp\n\t"
+    __asm__ volatile(RT__CFI(".cfi_remember_state")
+                     "lea -136(%%rsp), %%rsp\n\t"
+                     "mov %%rdx, (%%rsp)\n\t"          /* the CFA's slot */
+                     RT__CFA_AT_RSP("0x80")
+                     "push %%rax\n\t" RT__CFA_AT_RSP("0x88")
+                     "push %%rcx\n\t" RT__CFA_AT_RSP("0x90")
+                     "push %%rdx\n\t" RT__CFA_AT_RSP("0x98")
+                     "push %%rsi\n\t" RT__CFA_AT_RSP("0xa0")
+                     "push %%rdi\n\t" RT__CFA_AT_RSP("0xa8")
+                     "push %%r8\n\t" RT__CFA_AT_RSP("0xb0")
+                     "push %%r9\n\t" RT__CFA_AT_RSP("0xb8")
+                     "push %%r10\n\t" RT__CFA_AT_RSP("0xc0")
+                     "push %%r11\n\t" RT__CFA_AT_RSP("0xc8")
+                     "mov %%rsp, %%rax\n\t"
                      "and $-16, %%rsp\n\t"
+                     /* CFA = *(%rax + 72): DW_OP_breg0 72, DW_OP_deref */
+                     RT__CFI(".cfi_escape 0x0f, 4, 0x70, 0xc8, 0, 0x06")
+                     "push %%rax\n\tpush %%rax\n\t"
+                     /* CFA = *(*(%rsp) + 72): the saved %rsp, then the slot */
+                     RT__CFI(".cfi_escape 0x0f, 7, 0x77, 0x80, 0, 0x06, "
+                             "0x23, 0x48, 0x06")
                      "call rt__sample_slow\n\t"
                      "movq %%rax, %%xmm15\n\t"
-                     "mov %%rbp, %%rsp\n\t"
-                     "pop %%rbp\n\tpop %%r11\n\tpop %%r10\n\t"
-                     "pop %%r9\n\tpop %%r8\n\tpop %%rdi\n\t"
-                     "pop %%rsi\n\tpop %%rdx\n\tpop %%rcx\n\t"
-                     "pop %%rax\n\t"
-                     "lea 128(%%rsp), %%rsp\n\t"
+                     "mov (%%rsp), %%rsp\n\t" RT__CFA_AT_RSP("0xc8")
+                     "pop %%r11\n\t" RT__CFA_AT_RSP("0xc0")
+                     "pop %%r10\n\t" RT__CFA_AT_RSP("0xb8")
+                     "pop %%r9\n\t" RT__CFA_AT_RSP("0xb0")
+                     "pop %%r8\n\t" RT__CFA_AT_RSP("0xa8")
+                     "pop %%rdi\n\t" RT__CFA_AT_RSP("0xa0")
+                     "pop %%rsi\n\t" RT__CFA_AT_RSP("0x98")
+                     "pop %%rdx\n\t" RT__CFA_AT_RSP("0x90")
+                     "pop %%rcx\n\t" RT__CFA_AT_RSP("0x88")
+                     "pop %%rax\n\t" RT__CFA_AT_RSP("0x80")
+                     "lea 136(%%rsp), %%rsp\n\t"
+                     RT__CFI(".cfi_restore_state")
                      "movq %%xmm15, %0"
                      : "=r"(w)
-                     : "D"(t), "S"(size)
+                     : "D"(t), "S"(size), "d"(__builtin_dwarf_cfa())
                      : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4",
                        "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
                        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",
