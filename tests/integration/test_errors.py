@@ -190,6 +190,10 @@ class Errors(ProfileTest):
         self.assertEqual(proc.returncode, 128 + signal.SIGTERM, err)
         self.assertIn("stopped by signal", err)
         self.assertNotIn("Traceback", err)
+        # perf stops the program too: nothing of the run is left running.
+        self.assertEqual(subprocess.run(
+            ["pgrep", "-f", "t_basic 100000000"], stdout=subprocess.PIPE,
+            universal_newlines=True).stdout, "")
         # tearDown checks that the events are gone.
 
     def test_next_run_removes_what_a_killed_run_left(self):
@@ -223,11 +227,23 @@ class Errors(ProfileTest):
         os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
         _, err = proc.communicate(timeout=120)
         self.assertNotIn("Traceback", err)
-        self.assertIn("allocsites: recorded", err)
-        self.assertTrue(os.path.getsize(data) > 0)
-        rep = allocsites(["report", "-i", data])
+        self.assertEqual(proc.returncode, 128 + signal.SIGINT, err)
+        m = re.search(r"allocsites: recorded (\d+) alloc events; lost: 0 ",
+                      err)
+        self.assertTrue(m, err)
+        recorded = int(m.group(1))
+        self.assertGreater(recorded, 0)
+        out = os.path.join(self.tmp, "r.json")
+        rep = allocsites(["report", "-i", data, "--json", out])
         self.assertEqual(rep.returncode, 0, rep.stderr)
-        self.assertIn("lost:", rep.stdout)
+        with open(out) as f:
+            report = json.load(f)
+        # Everything recorded is reported, and none of it can be checked:
+        # the program never reached exit().
+        self.assertEqual(report["totals"]["count"], recorded)
+        self.assertIsNone(report["complete"])
+        self.assertEqual(report["check"]["unchecked"], recorded)
+        self.assertIn("complete: not checked", rep.stdout)
 
 
 if __name__ == "__main__":

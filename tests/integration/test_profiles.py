@@ -1,6 +1,7 @@
 """Exact profiles under real perf, compared with each program's truth."""
 
 import json
+import xml.etree.ElementTree as ET
 import os
 import shutil
 import subprocess
@@ -153,9 +154,16 @@ class ExactProfiles(ProfileTest):
         with open(out["csv"]) as f:
             self.assertEqual(len(f.read().splitlines()),
                              len(report["sites"]) + 1)
-        with open(out["svg"]) as f:
-            self.assertIn("<svg", f.read(200))
-
+        # The flame graph's root box holds every allocation, and every
+        # site's function has a box.
+        titles = [t.text for t in ET.parse(out["svg"]).getroot().iter(
+            "{http://www.w3.org/2000/svg}title")]
+        self.assertTrue(titles[0].startswith("all\n"), titles[0])
+        self.assertIn("(%d bytes)\ncount: %d\n" % (
+            report["totals"]["bytes"], report["totals"]["count"]), titles[0])
+        names = {t.split("\n")[0].split(" (")[0] for t in titles}
+        for site in report["sites"]:
+            self.assertIn(site["function"], names)
 
 if __name__ == "__main__":
     unittest.main()

@@ -59,11 +59,19 @@ class SampledProfiles(ProfileTest):
         self.assertWithinBounds(report, truth)
         # Every site is big enough to be seen at R = 64 KiB.
         self.assertEqual(len(report["sites"]), 4)
-        # The report's own error estimates are the model's, within 2x.
+        # The report's error bounds, which a user reads as "how far off can
+        # this be", are within 2x of the true standard errors (from the
+        # program's truth, not from the report's own estimates).
+        truth_by_site = truth_sites(truth)
         for site in report["sites"]:
-            self.assertGreater(site["bytes_error"], 0)
-            self.assertLess(site["bytes_error"],
-                            2 * math.sqrt(R * site["bytes"]) + 1)
+            count, nbytes, _ = truth_by_site[(site["file"], site["line"],
+                                              site["function"])]
+            true_bytes_error = math.sqrt(R * nbytes)
+            true_count_error = math.sqrt(R * count * count / nbytes)
+            self.assertGreater(site["bytes_error"], true_bytes_error / 2)
+            self.assertLess(site["bytes_error"], true_bytes_error * 2)
+            self.assertGreater(site["count_error"], true_count_error / 2)
+            self.assertLess(site["count_error"], true_count_error * 2)
         self.assertIn("estimates from", rep.stdout)
         self.assertIn("~bytes", rep.stdout)
 
