@@ -3,7 +3,7 @@
 import csv
 import io
 
-from .folded import _number
+from .collapsed import number
 from .report import share
 
 COLUMNS = ["rank", "function", "file", "line", "dso", "count", "bytes",
@@ -11,15 +11,15 @@ COLUMNS = ["rank", "function", "file", "line", "dso", "count", "bytes",
 
 
 def render_csv(report, top=None):
-    folded = report.folded
+    profile = report.profile
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(COLUMNS)
-    for rank, site in enumerate(folded.sites[:top] if top else folded.sites, 1):
+    for rank, site in enumerate(profile.sites[:top] if top else profile.sites, 1):
         f = site.frame
         w.writerow([rank, f.function, f.file, f.line, f.dso,
-                    _number(site.count), _number(site.bytes), "%.4f" % share(site.bytes, folded.bytes),
+                    number(site.count), number(site.bytes), "%.4f" % share(site.bytes, profile.bytes),
                     "%.2f" % (site.bytes / site.count if site.count else 0),
-                    ";".join("%s=%s" % (t, _number(b)) for t, b in sorted(
+                    ";".join("%s=%s" % (t, number(b)) for t, b in sorted(
                         site.tag_bytes.items()))])
     return buf.getvalue()

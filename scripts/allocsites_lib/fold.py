@@ -273,8 +273,8 @@ class Site:
 # frames: tuple of Frame from the call site outwards (site first).
 Stack = collections.namedtuple("Stack", "frames count bytes tags")
 
-Folded = collections.namedtuple(
-    "Folded", "sites stacks count bytes truncated")
+Profile = collections.namedtuple(
+    "Profile", "sites stacks count bytes truncated")
 
 
 def tag_label(tag, names):
@@ -343,4 +343,4 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
     stack_list = sorted(
         (Stack(k, v[0], v[1], dict(v[2])) for k, v in stacks.items()),
         key=lambda s: (-s.bytes, -s.count, [f.function for f in s.frames]))
-    return Folded(ordered, stack_list, total_count, total_bytes, truncated)
+    return Profile(ordered, stack_list, total_count, total_bytes, truncated)

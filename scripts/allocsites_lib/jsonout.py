@@ -13,15 +13,15 @@ def frame_json(frame):
 
 
 def report_dict(report, top=None):
-    folded = report.folded
+    profile = report.profile
     sampling = report.sampling
     sites = []
-    for site in folded.sites[:top] if top else folded.sites:
+    for site in profile.sites[:top] if top else profile.sites:
         f = site.frame
         entry = {
             "file": f.file, "line": f.line, "function": f.function,
             "dso": f.dso, "count": site.count, "bytes": site.bytes,
-            "share": round(share(site.bytes, folded.bytes), 4),
+            "share": round(share(site.bytes, profile.bytes), 4),
             "avg_size": (site.bytes / site.count) if site.count else 0,
             "tags": dict(sorted(site.tag_bytes.items())),
             "tag_counts": dict(sorted(site.tag_counts.items())),
@@ -34,7 +34,7 @@ def report_dict(report, top=None):
     stacks = [{"frames": [frame_json(f) for f in s.frames],
                "count": s.count, "bytes": s.bytes,
                "tags": dict(sorted(s.tags.items()))}
-              for s in folded.stacks]
+              for s in profile.stacks]
     events = {"alloc": 0, "free": 0, "sample": 0}
     events.update(report.events)
     events.update(malformed=report.malformed, duplicates=report.duplicates)
@@ -58,13 +58,13 @@ def report_dict(report, top=None):
         "events": events,
         # frees: null when rt:free was not recorded (allocsites record
         # --frees), rather than a misleading 0.
-        "totals": {"count": folded.count, "bytes": folded.bytes,
+        "totals": {"count": profile.count, "bytes": profile.bytes,
                    "frees": report.frees[0] if report.events.get("free")
                    else None,
                    "freed_bytes": report.frees[1] if report.events.get("free")
                    else None},
         # allocations whose stack does not reach main/_start/a thread start
-        "truncated_allocations": folded.truncated,
+        "truncated_allocations": profile.truncated,
         "filters": report.filters,
         "warnings": list(report.warnings),
         "sites": sites,

@@ -6,8 +6,8 @@ out of it so it can be run on a hand-made Tally in tests."""
 import os
 import sys
 
-from . import (completeness, csvout, elf, folded, jsonout, perfrun, svg,
-               table)
+from . import (collapsed, completeness, csvout, elf, jsonout, perfrun,
+               svg, table)
 from .elf import tag_names
 from .fold import fold
 from .options import skip_regex
@@ -92,9 +92,11 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     check = completeness.verdict(tally.received, tally.fired, lost,
                                  lost_reason, read_errors, tally.malformed,
                                  interrupted)
-    return Report(mode, result, dict(tally.events), tally.malformed, lost,
-                  lost_reason, tuple(tally.frees), filters, warnings, sampling,
-                  tally.duplicates, check)
+    return Report(mode=mode, profile=result, events=dict(tally.events),
+                  malformed=tally.malformed, lost=lost,
+                  lost_reason=lost_reason, frees=tuple(tally.frees),
+                  filters=filters, warnings=warnings, sampling=sampling,
+                  duplicates=tally.duplicates, verdict=check)
 
 
 def finish_report(tally, opts, symbolizer, lost, lost_reason, data=None,
@@ -134,16 +136,16 @@ def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
     if opts.csv:
         save("csv", opts.csv, csvout.render_csv(report, opts.top))
     if opts.folded:
-        save("folded", opts.folded, folded.render_folded(report, opts.weight))
+        save("folded", opts.folded, collapsed.render_folded(report, opts.weight))
     if opts.svg:
         title = opts.title or "allocsites: %s by call stack" % opts.weight
         est = "~" if report.sampling else ""
         sub = "%s%.0f allocations, %s%.0f bytes, lost: %s%s; %s" % (
-            est, report.folded.count, est, report.folded.bytes,
+            est, report.profile.count, est, report.profile.bytes,
             lost_text(report), "; estimates from %d samples" %
             report.sampling["samples"] if report.sampling else "",
             verdict_line(report, warning=""))
-        save("svg", opts.svg, svg.render_svg(folded.svg_stacks(report),
+        save("svg", opts.svg, svg.render_svg(collapsed.svg_stacks(report),
                                              opts.weight, title, sub))
     out.write(table.render_table(report, opts.top or 20))
     for kind, path in written:

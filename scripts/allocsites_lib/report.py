@@ -1,6 +1,6 @@
 """The finished report: folded tallies plus what is known about the run.
 
-Renderers (table, jsonout, folded, csvout, svg) read a Report and nothing
+Renderers (table, jsonout, collapsed, csvout, svg) read a Report and nothing
 else, so each can be tested with a Report built by hand.
 """
 
@@ -11,7 +11,7 @@ from . import completeness
 
 Report = collections.namedtuple("Report", [
     "mode",        # "exact" or "sampled" (counts and bytes are estimates)
-    "folded",      # fold.Folded
+    "profile",     # fold.Profile: sites, stacks, totals
     "events",      # {"alloc": n, "free": n, ...} events perf delivered
     "malformed",   # rt events whose arguments could not be read
     "lost",        # samples lost in recording, or None if unknown

@@ -6,16 +6,16 @@ from .report import human_bytes, location, lost_text, share, verdict_line
 
 
 def render_table(report, top=20, cwd=None):
-    folded = report.folded
+    profile = report.profile
     cwd = cwd if cwd is not None else os.getcwd()
     # Sampled estimates are rounded and marked with "~".
     est = "~" if report.sampling else ""
     rows = []
-    for rank, site in enumerate(folded.sites[:top], 1):
+    for rank, site in enumerate(profile.sites[:top], 1):
         tags = ",".join("%s:%s%s" % (t, est, human_bytes(b)) for t, b in sorted(
             site.tag_bytes.items(), key=lambda kv: (-kv[1], kv[0])))
         rows.append((str(rank), "%s%.0f" % (est, site.bytes), "%.1f%%" % share(
-            site.bytes, folded.bytes), "%s%.0f" % (est, site.count),
+            site.bytes, profile.bytes), "%s%.0f" % (est, site.count),
             "%.1f" % (site.bytes / site.count if site.count else 0),
             "%s %s" % (site.frame.function, location(site.frame, cwd)), tags))
     header = ("#", est + "bytes", "share", est + "count", "avg", "site", "tags")
@@ -30,10 +30,10 @@ def render_table(report, top=20, cwd=None):
     for row in rows:
         emit(row)
     shown = len(rows)
-    more = len(folded.sites) - shown
+    more = len(profile.sites) - shown
     lines.append("total: %s%.0f bytes (%s) in %s%.0f allocations at %d sites%s"
-                 % (est, folded.bytes, human_bytes(folded.bytes), est,
-                    folded.count, len(folded.sites),
+                 % (est, profile.bytes, human_bytes(profile.bytes), est,
+                    profile.count, len(profile.sites),
                     (", %d not shown" % more) if more > 0 else ""))
     ev = report.events
     frees = ("%d free" % ev["free"]) if ev.get("free") else "frees not recorded"

@@ -5,8 +5,8 @@ import csv
 import io
 import json
 
-from allocsites_lib import completeness, csvout, folded, jsonout, table
-from allocsites_lib.fold import NO_CALLER, Folded, Site, Stack
+from allocsites_lib import collapsed, completeness, csvout, jsonout, table
+from allocsites_lib.fold import NO_CALLER, Profile, Site, Stack
 from allocsites_lib.report import Report
 
 from fixtures import APP, fr
@@ -47,9 +47,11 @@ def make_report(lost=0, reason=None, malformed=0, sites=None, stacks=None,
     events = events if events is not None else {"alloc": 8, "free": 6}
     check = completeness.verdict({1: events} if events else {}, fired, lost,
                                  reason, malformed=malformed)
-    return Report("exact", Folded(sites, stacks, count, nbytes, 0), events,
-                  malformed, lost, reason, (6, 600), dict(FILTERS),
-                  list(warnings), verdict=check)
+    return Report(mode="exact",
+                  profile=Profile(sites, stacks, count, nbytes, 0),
+                  events=events, malformed=malformed, lost=lost,
+                  lost_reason=reason, frees=(6, 600), filters=dict(FILTERS),
+                  warnings=list(warnings), verdict=check)
 
 
 def empty_report():
@@ -233,14 +235,14 @@ class JsonTest(unittest.TestCase):
                                                        "duplicates": 0}))
 
 
-class FoldedTest(unittest.TestCase):
+class CollapsedTest(unittest.TestCase):
     def test_bytes(self):
-        self.assertEqual(folded.render_folded(make_report()), (
+        self.assertEqual(collapsed.render_folded(make_report()), (
             "_start+0x25;main (main.c:10);parse_expr (parser.c:120) 3072\n"
             "_start+0x25;main (main.c:12);next_token (lexer.c:55);lex (lexer.c:40) [inlined] 1024\n"))
 
     def test_count(self):
-        self.assertEqual(folded.folded_lines(make_report(), weight="count"), [
+        self.assertEqual(collapsed.folded_lines(make_report(), weight="count"), [
             "_start+0x25;main (main.c:10);parse_expr (parser.c:120) 3",
             "_start+0x25;main (main.c:12);next_token (lexer.c:55);lex (lexer.c:40) [inlined] 5"])
 
@@ -248,32 +250,32 @@ class FoldedTest(unittest.TestCase):
         a = Stack((fr("zz", 1), fr("aa", 2)), 1, 5, {})
         b = Stack((fr("yy", 1), fr("aa", 2)), 1, 500, {})
         c = Stack((fr("b", 1),), 1, 7, {})
-        lines = folded.folded_lines(make_report(stacks=[a, b, c]))
+        lines = collapsed.folded_lines(make_report(stacks=[a, b, c]))
         self.assertEqual(lines, ["aa (app.c:2);yy (app.c:1) 500",
                                  "aa (app.c:2);zz (app.c:1) 5",
                                  "b (app.c:1) 7"])
 
     def test_semicolon_in_names_cannot_split_frames(self):
         s = Stack((fr("operator;", 3, "/src/a;b.c"), fr("main", 1)), 1, 9, {})
-        [line] = folded.folded_lines(make_report(stacks=[s]))
+        [line] = collapsed.folded_lines(make_report(stacks=[s]))
         self.assertEqual(line, "main (app.c:1);operator: (a:b.c:3) 9")
         self.assertEqual(line.count(";"), 1)
 
     def test_no_caller_stack(self):
         s = Stack((NO_CALLER,), 2, 16, {})
-        self.assertEqual(folded.render_folded(make_report(stacks=[s])), "[no caller] 16\n")
+        self.assertEqual(collapsed.render_folded(make_report(stacks=[s])), "[no caller] 16\n")
 
     def test_float_values(self):
         s1 = Stack((fr("a", 1),), 1, 3072.0, {})
         s2 = Stack((fr("b", 1),), 1, 2.5, {})
-        self.assertEqual(folded.folded_lines(make_report(stacks=[s1, s2])),
+        self.assertEqual(collapsed.folded_lines(make_report(stacks=[s1, s2])),
                          ["a (app.c:1) 3072", "b (app.c:1) 2.500"])
 
     def test_empty(self):
-        self.assertEqual(folded.render_folded(empty_report()), "")
+        self.assertEqual(collapsed.render_folded(empty_report()), "")
 
     def test_svg_stacks(self):
-        self.assertEqual(folded.svg_stacks(make_report()), [
+        self.assertEqual(collapsed.svg_stacks(make_report()), [
             (["_start+0x25", "main (main.c:10)", "parse_expr (parser.c:120)"], 3, 3072),
             (["_start+0x25", "main (main.c:12)", "next_token (lexer.c:55)",
               "lex (lexer.c:40) [inlined]"], 5, 1024)])

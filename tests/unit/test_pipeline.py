@@ -102,11 +102,11 @@ class BuildReportTest(unittest.TestCase):
         r = self.build()
         self.assertEqual(
             [(s.frame.function, s.frame.file, s.frame.line, s.count, s.bytes,
-              dict(s.tag_bytes)) for s in r.folded.sites],
+              dict(s.tag_bytes)) for s in r.profile.sites],
             [("parse_expr", "/src/parser.c", 120, 3, 250, {"ast": 200, "lib_nine": 50}),
              ("lex", "/src/lexer.c", 40, 4, 40, {"tokens": 40}),
              ("[no caller]", "", 0, 1, 8, {"tokens": 8})])
-        self.assertEqual((r.folded.count, r.folded.bytes, r.folded.truncated), (8, 298, 4))
+        self.assertEqual((r.profile.count, r.profile.bytes, r.profile.truncated), (8, 298, 4))
 
     def test_report_fields(self):
         r = self.build(lost=5)
@@ -129,26 +129,26 @@ class BuildReportTest(unittest.TestCase):
         t.add(alloc([PROBE, PARSE, MAIN10, RawFrame(APP, 0x4000, "_start", 0x25, None)], 4))
         r = pipeline.build_report(t, options.parse([]), symbolizer(), 0, None)
         self.assertEqual(r.warnings, [])
-        self.assertEqual(r.folded.truncated, 0)
+        self.assertEqual(r.profile.truncated, 0)
 
     def test_without_skip_wrapper_is_site(self):
         r = self.build(argv=())
-        self.assertEqual([s.frame.function for s in r.folded.sites],
+        self.assertEqual([s.frame.function for s in r.profile.sites],
                          ["parse_expr", "xmalloc", "[no caller]"])
 
     def test_tag_filter_by_name(self):
         r = self.build(argv=("--tag", "ast"))
-        self.assertEqual((r.folded.count, r.folded.bytes), (2, 200))
+        self.assertEqual((r.profile.count, r.profile.bytes), (2, 200))
         self.assertEqual(r.filters["tag"], ["ast"])
 
     def test_tag_filter_by_number_and_comma(self):
         r = self.build(argv=("--skip", "^xmalloc$", "--tag", "9,2"))
-        self.assertEqual([(s.frame.function, s.bytes) for s in r.folded.sites],
+        self.assertEqual([(s.frame.function, s.bytes) for s in r.profile.sites],
                          [("parse_expr", 50), ("lex", 40), ("[no caller]", 8)])
 
     def test_depth(self):
         r = self.build(argv=("--skip", "^xmalloc$", "--depth", "1"))
-        self.assertEqual([(st.frames[0].function, len(st.frames)) for st in r.folded.stacks],
+        self.assertEqual([(st.frames[0].function, len(st.frames)) for st in r.profile.stacks],
                          [("parse_expr", 1), ("lex", 1), ("[no caller]", 1)])
 
     def test_one_addr2line_run_per_dso(self):
@@ -451,7 +451,7 @@ class TagFilterTest(unittest.TestCase):
                                        symbolizer(), 0, None)
         self.assertIn("no allocation has the tag nosuch; the tags in this recording: "
                       "ast, lib_nine, tokens", report.warnings)
-        self.assertEqual(report.folded.count, 2)
+        self.assertEqual(report.profile.count, 2)
 
     def test_tags_match_by_name_or_number(self):
         report = pipeline.build_report(make_tally(), options.parse(["--tag", "1,tokens"]),

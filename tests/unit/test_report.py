@@ -8,7 +8,9 @@ from fixtures import fr
 
 
 def rep(lost=0, reason=None, malformed=0):
-    return Report("exact", None, {}, malformed, lost, reason, (0, 0), {}, [])
+    return Report(mode="exact", profile=None, events={}, malformed=malformed,
+                  lost=lost, lost_reason=reason, frees=(0, 0), filters={},
+                  warnings=[])
 
 
 class HumanBytesTest(unittest.TestCase):

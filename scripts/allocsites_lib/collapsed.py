@@ -8,10 +8,10 @@ from .report import frame_label
 
 def folded_lines(report, weight="bytes"):
     out = []
-    for stack in report.folded.stacks:
+    for stack in report.profile.stacks:
         value = stack.bytes if weight == "bytes" else stack.count
         labels = [frame_label(f) for f in reversed(stack.frames)]
-        out.append("%s %s" % (";".join(labels), _number(value)))
+        out.append("%s %s" % (";".join(labels), number(value)))
     out.sort()
     return out
 
@@ -19,10 +19,10 @@ def folded_lines(report, weight="bytes"):
 def svg_stacks(report):
     """(frames root first, count, bytes) for svg.render_svg."""
     return [([frame_label(f) for f in reversed(s.frames)], s.count, s.bytes)
-            for s in report.folded.stacks]
+            for s in report.profile.stacks]
 
 
-def _number(value):
+def number(value):
     return str(int(value)) if float(value).is_integer() else "%.3f" % value
 
 
