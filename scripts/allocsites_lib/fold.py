@@ -47,12 +47,50 @@ NO_CALLER = Frame("[no caller]", "", 0, "", False)
 CUT_SHORT = Frame("[stack cut short]", "", 0, "", False)
 
 
-def _exact_entry():
-    return [0, 0]
+class ExactEntry:
+    """One (raw stack, tag) of the exact stream (rt:alloc)."""
+    __slots__ = ("count", "bytes")
+
+    def __init__(self, count=0, nbytes=0):
+        self.count, self.bytes = count, nbytes
+
+    def merge(self, other):
+        self.count += other.count
+        self.bytes += other.bytes
+
+    def __eq__(self, other):
+        return type(other) is ExactEntry and \
+            (self.count, self.bytes) == (other.count, other.bytes)
+
+    def __repr__(self):
+        return "ExactEntry(%r, %r)" % (self.count, self.bytes)
 
 
-def _sampled_entry():
-    return [0.0, 0, 0.0, 0]
+class SampledEntry:
+    """One (raw stack, tag) of the sampled stream (rt:sample): the
+    estimates sum(weight / size) and sum(weight), sum(weight / size**2)
+    for the count's error, and the number of samples behind them
+    (docs/sampling.md)."""
+    __slots__ = ("count", "bytes", "weight_by_size2", "samples")
+
+    def __init__(self, count=0.0, nbytes=0, weight_by_size2=0.0, samples=0):
+        self.count, self.bytes = count, nbytes
+        self.weight_by_size2, self.samples = weight_by_size2, samples
+
+    def merge(self, other):
+        self.count += other.count
+        self.bytes += other.bytes
+        self.weight_by_size2 += other.weight_by_size2
+        self.samples += other.samples
+
+    def __eq__(self, other):
+        return type(other) is SampledEntry and \
+            (self.count, self.bytes, self.weight_by_size2, self.samples) == \
+            (other.count, other.bytes, other.weight_by_size2, other.samples)
+
+    def __repr__(self):
+        return "SampledEntry(%r, %r, %r, %r)" % (
+            self.count, self.bytes, self.weight_by_size2, self.samples)
 
 
 class Tally:
@@ -70,8 +108,8 @@ class Tally:
 
     def __init__(self, min_size=0):
         self.min_size = min_size
-        self.stacks = collections.defaultdict(_exact_entry)
-        self.sampled = collections.defaultdict(_sampled_entry)
+        self.stacks = collections.defaultdict(ExactEntry)
+        self.sampled = collections.defaultdict(SampledEntry)
         self.weight_gcd = 0                   # R's guess for old headers
         self.sample_rates = collections.Counter()  # R -> samples (None: old)
         self.events = collections.Counter()   # kind -> events seen
@@ -133,14 +171,14 @@ class Tally:
             self.no_callchain += 1
         if kind == "alloc":
             entry = self.stacks[(frames, tag)]
-            entry[0] += 1
-            entry[1] += size
+            entry.count += 1
+            entry.bytes += size
         elif size > 0 and weight > 0:   # kind == "sample"
             entry = self.sampled[(frames, tag)]
-            entry[0] += weight / size
-            entry[1] += weight
-            entry[2] += weight / (size * size)
-            entry[3] += 1
+            entry.count += weight / size
+            entry.bytes += weight
+            entry.weight_by_size2 += weight / (size * size)
+            entry.samples += 1
             self.weight_gcd = math.gcd(self.weight_gcd, weight)
 
     def merge(self, other):
@@ -192,9 +230,7 @@ def _sum_pairwise(_name, mine, theirs):
 
 def _sum_entries(_name, mine, theirs):
     for key, entry in theirs.items():
-        target = mine[key]
-        for i, value in enumerate(entry):
-            target[i] += value
+        mine[key].merge(entry)
     return mine
 
 
@@ -305,7 +341,7 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
     stacks = collections.OrderedDict()
     total_count = total_bytes = truncated = 0
     for (frames, tag), entry in entries.items():
-        count, nbytes = entry[0], entry[1]
+        count, nbytes = entry.count, entry.bytes
         label = tag_label(tag, tag_names)
         if tags is not None and label not in tags and str(tag) not in tags:
             continue
@@ -323,8 +359,8 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
         site.count += count
         site.bytes += nbytes
         if mode == "sampled":
-            site.weight_by_size2 += entry[2]
-            site.samples += entry[3]
+            site.weight_by_size2 += entry.weight_by_size2
+            site.samples += entry.samples
         site.tag_bytes[label] += nbytes
         site.tag_counts[label] += count
         total_count += count
@@ -332,15 +368,15 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
         shown = chain[:depth] if depth else chain
         if not shown:
             shown = (NO_CALLER,)
-        entry = stacks.get(shown)
-        if entry is None:
-            entry = stacks[shown] = [0, 0, collections.Counter()]
-        entry[0] += count
-        entry[1] += nbytes
-        entry[2][label] += nbytes
+        total = stacks.get(shown)
+        if total is None:
+            total = stacks[shown] = Stack(shown, 0, 0, collections.Counter())
+        stacks[shown] = total._replace(count=total.count + count,
+                                       bytes=total.bytes + nbytes)
+        total.tags[label] += nbytes
     ordered = sorted(sites.values(), key=lambda s: (
         -s.bytes, -s.count, s.frame.file, s.frame.line, s.frame.function))
     stack_list = sorted(
-        (Stack(k, v[0], v[1], dict(v[2])) for k, v in stacks.items()),
+        (s._replace(tags=dict(s.tags)) for s in stacks.values()),
         key=lambda s: (-s.bytes, -s.count, [f.function for f in s.frames]))
     return Profile(ordered, stack_list, total_count, total_bytes, truncated)

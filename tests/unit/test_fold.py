@@ -45,14 +45,14 @@ class TallyTest(unittest.TestCase):
         t = Tally()
         t.add(alloc(self.s1, 10, tag=1))
         t.add(alloc(self.s1, 30, tag=1))
-        self.assertEqual(dict(t.stacks), {(tuple(self.s1), 1): [2, 40]})
+        self.assertEqual(dict(t.stacks), {(tuple(self.s1), 1): fold.ExactEntry(2, 40)})
 
     def test_same_stack_different_tag_kept_apart(self):
         t = Tally()
         t.add(alloc(self.s1, 10, tag=1))
         t.add(alloc(self.s1, 30, tag=2))
-        self.assertEqual(dict(t.stacks), {(tuple(self.s1), 1): [1, 10],
-                                          (tuple(self.s1), 2): [1, 30]})
+        self.assertEqual(dict(t.stacks), {(tuple(self.s1), 1): fold.ExactEntry(1, 10),
+                                          (tuple(self.s1), 2): fold.ExactEntry(1, 30)})
 
     def test_none_counts_as_malformed(self):
         t = Tally()
@@ -82,7 +82,7 @@ class TallyTest(unittest.TestCase):
         t.add(alloc(self.s1, 100))
         t.add(alloc(self.s1, 101))
         self.assertEqual(t.filtered, 1)
-        self.assertEqual(dict(t.stacks), {(tuple(self.s1), 0): [2, 201]})
+        self.assertEqual(dict(t.stacks), {(tuple(self.s1), 0): fold.ExactEntry(2, 201)})
         self.assertEqual(t.events["alloc"], 3)
 
     def test_min_size_does_not_filter_frees(self):
@@ -94,7 +94,7 @@ class TallyTest(unittest.TestCase):
         t = Tally()
         t.add(alloc([], 8))
         self.assertEqual(t.no_callchain, 1)
-        self.assertEqual(dict(t.stacks), {((), 0): [1, 8]})
+        self.assertEqual(dict(t.stacks), {((), 0): fold.ExactEntry(1, 8)})
 
     def test_dsos(self):
         t = Tally()

@@ -58,7 +58,9 @@ def state(t):
     out = {}
     for name, value in vars(t).items():
         if name == "sampled":
-            value = {k: [round(x, 9) for x in v] for k, v in value.items()}
+            value = {k: [round(x, 9) for x in (v.count, v.bytes,
+                                               v.weight_by_size2, v.samples)]
+                     for k, v in value.items()}
         elif isinstance(value, dict):
             value = dict(value)
         out[name] = value
@@ -122,7 +124,7 @@ class MergeTest(unittest.TestCase):
         back = pickle.loads(pickle.dumps(t))
         self.assertEqual(state(back), state(t))
         back.add(ev("alloc", 16, 9, 999, B, tag=7))
-        self.assertEqual(back.stacks[(B, 7)], [1, 16])
+        self.assertEqual(back.stacks[(B, 7)], fold.ExactEntry(1, 16))
 
 
 if __name__ == "__main__":

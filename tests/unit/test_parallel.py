@@ -11,7 +11,7 @@ import tempfile
 
 from allocsites_lib import commandline, options, parallel, pipeline
 from allocsites_lib.options import UsageError
-from allocsites_lib.fold import Tally
+from allocsites_lib.fold import ExactEntry, Tally
 from allocsites_lib.parse import Event
 from fixtures import raw
 
@@ -222,7 +222,7 @@ class TallyFileTest(unittest.TestCase):
         parallel.write_tally(path, t, 2, True)
         self.assertEqual(os.listdir(self.tmp), ["tally.0"])
         back, errors, inlines = parallel.read_tally(path)
-        self.assertEqual(dict(back.stacks), {(STACK, 3): [1, 64]})
+        self.assertEqual(dict(back.stacks), {(STACK, 3): ExactEntry(1, 64)})
         self.assertEqual((back.duplicates, back.malformed, back.min_size),
                          (1, 1, 8))
         self.assertEqual((errors, inlines), (2, True))
@@ -329,7 +329,7 @@ class CollectTest(unittest.TestCase):
         r = parallel.collect(ws, Tally)
         self.assertEqual(r.read_errors, [])
         self.assertEqual(r.tallies, 2)
-        self.assertEqual(dict(r.tally.stacks), {(STACK, 0): [2, 30]})
+        self.assertEqual(dict(r.tally.stacks), {(STACK, 0): ExactEntry(2, 30)})
         self.assertEqual(r.handler_errors, 1)
 
     def test_failed_worker_with_tally(self):

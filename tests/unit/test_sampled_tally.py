@@ -65,11 +65,11 @@ class SampledTally(unittest.TestCase):
         t.add(sample(64, 65536))          # k = 1 at R = 64 KiB
         t.add(sample(200000, 3 * 65536))  # k = 3: one big block, 3 points
         (entry,) = t.sampled.values()
-        self.assertEqual(entry[1], 4 * 65536)
-        self.assertAlmostEqual(entry[0], 65536 / 64 + 3 * 65536 / 200000)
-        self.assertAlmostEqual(entry[2], 65536 / 64 ** 2 +
+        self.assertEqual(entry.bytes, 4 * 65536)
+        self.assertAlmostEqual(entry.count, 65536 / 64 + 3 * 65536 / 200000)
+        self.assertAlmostEqual(entry.weight_by_size2, 65536 / 64 ** 2 +
                                3 * 65536 / 200000 ** 2)
-        self.assertEqual(entry[3], 2)
+        self.assertEqual(entry.samples, 2)
         self.assertEqual(t.weight_gcd, 65536)
         self.assertEqual(t.mode(), "sampled")
 
@@ -108,8 +108,8 @@ class DuplicateRecords(unittest.TestCase):
                    timed_alloc(9, 1, 101)):
             t.add(ev)
         self.assertEqual((t.duplicates, t.events["alloc"]), (1, 2))
-        self.assertEqual(sum(e[0] for e in t.stacks.values()), 2)
-        self.assertEqual(sum(e[1] for e in t.stacks.values()), 17)
+        self.assertEqual(sum(e.count for e in t.stacks.values()), 2)
+        self.assertEqual(sum(e.bytes for e in t.stacks.values()), 17)
 
     def test_other_thread_same_nanosecond_is_kept(self):
         t = fold.Tally()
