@@ -9,7 +9,9 @@ import sys
 from . import (commandline, options, parallel, perfdata, perfrun, pipeline,
                recorder, runstate)
 from .fold import Tally
+from .parse import event_kind
 from .recorder import RecordError
+from .report import lost_words
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ENTRY_SCRIPT = os.path.join(os.path.dirname(HERE), "allocsites.py")
@@ -210,10 +212,10 @@ def summarize(perf, output, out):
     lost, unknown = perfrun.lost_from_stats(text)
     by_kind = {"alloc": 0, "free": 0, "sample": 0}
     for event, n in samples.items():
-        kind = event.split(":", 1)[-1].split("_")[0]
+        kind = event_kind(event)
         if kind in by_kind:
             by_kind[kind] += n
-    lost_text = str(lost) if unknown is None else "unknown (%s)" % unknown
+    lost_text = lost_words(lost, unknown)
     main = ("%d sample" % by_kind["sample"]) if by_kind["sample"] else \
         ("%d alloc" % by_kind["alloc"])
     out.write("allocsites: recorded %s%s events; lost: %s -> %s\n"

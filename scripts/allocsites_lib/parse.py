@@ -43,7 +43,9 @@ Event = collections.namedtuple(
 # the offset into it, or None.
 RawFrame = collections.namedtuple("RawFrame", "dso addr sym off ip")
 
-_EVENT_RE = re.compile(r"^sdt_rt__(alloc|free|sample|exit)(?:_\d+)?\Z")
+# perf script calls the handler "sdt_rt__alloc_1"; perf itself (perf
+# report --stats, perf probe) names the event "sdt_rt:alloc_1".
+_EVENT_RE = re.compile(r"^sdt_rt(?:__|:)(alloc|free|sample|exit)(?:_\d+)?\Z")
 
 # perf's libunwind callchains end, when the stack copy ran out before the
 # outermost frame, in an entry whose ip is -1 (shown by perf as
@@ -55,8 +57,9 @@ UNKNOWN_DSO = "[unknown]"
 
 
 def event_kind(event_name):
-    """'alloc', 'free', 'sample', 'exit' for an rt event handler name, else
-    None."""
+    """'alloc', 'free', 'sample', 'exit' for an rt event's name, as perf
+    script's handler ("sdt_rt__alloc_1") or perf ("sdt_rt:alloc_1") spells
+    it, else None: the one event-name parser."""
     if not isinstance(event_name, str):
         return None
     m = _EVENT_RE.match(event_name)

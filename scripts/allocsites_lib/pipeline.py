@@ -11,7 +11,7 @@ from . import (collapsed, completeness, csvout, elf, jsonout, perfrun,
 from .elf import tag_names
 from .fold import fold
 from .options import skip_regex
-from .report import Report, lost_text, verdict_line
+from .report import Report
 
 
 def collect_tag_names(tally, symbolizer):
@@ -139,14 +139,9 @@ def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
         save("folded", opts.folded, collapsed.render_folded(report, opts.weight))
     if opts.svg:
         title = opts.title or "allocsites: %s by call stack" % opts.weight
-        est = "~" if report.sampling else ""
-        sub = "%s%.0f allocations, %s%.0f bytes, lost: %s%s; %s" % (
-            est, report.profile.count, est, report.profile.bytes,
-            lost_text(report), "; estimates from %d samples" %
-            report.sampling["samples"] if report.sampling else "",
-            verdict_line(report, warning=""))
         save("svg", opts.svg, svg.render_svg(collapsed.svg_stacks(report),
-                                             opts.weight, title, sub))
+                                             opts.weight, title,
+                                             svg.report_subtitle(report)))
     out.write(table.render_table(report, opts.top or 20))
     for kind, path in written:
         out.write("%s: %s\n" % (kind, path))

@@ -25,10 +25,14 @@ Report = collections.namedtuple("Report", [
 ], defaults=(None, 0, None))
 
 
+def lost_words(lost, reason):
+    """'157844', or 'unknown (REASON)' when the loss could not be read: the
+    one wording of the loss, in the record summary and in every output."""
+    return "unknown (%s)" % reason if lost is None else str(lost)
+
+
 def lost_text(report):
-    if report.lost is None:
-        return "unknown (%s)" % report.lost_reason
-    return str(report.lost)
+    return lost_words(report.lost, report.lost_reason)
 
 
 def verdict(report):
@@ -51,11 +55,12 @@ def verdict_line(report, warning="WARNING: "):
 
 
 def human_bytes(n):
-    """1536 -> '1.5 KiB'. Exact below 1 KiB."""
+    """1536 -> '1.5 KiB'. Exact below 1 KiB (a float estimate is rounded).
+    The one byte formatter of the table, the SVG and the warnings."""
     n = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
-            return ("%d %s" % (n, unit)) if unit == "B" else \
+            return ("%d %s" % (round(n), unit)) if unit == "B" else \
                 ("%.1f %s" % (n, unit))
         n /= 1024.0
     return "%d B" % n  # not reached

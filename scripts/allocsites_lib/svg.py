@@ -30,6 +30,8 @@ import re
 import zlib
 from xml.sax.saxutils import escape
 
+from .report import human_bytes, lost_text, verdict_line
+
 MIN_WIDTH = 0.1       # px, like flamegraph.pl --minwidth
 XPAD = 10             # left/right padding
 FRAME_H = 16          # frame height (rect is FRAME_H - 1)
@@ -37,7 +39,6 @@ FONT_SIZE = 12
 FONT_W = 0.59         # average glyph width / font size (Verdana), as flamegraph.pl
 SEARCH_COLOR = "rgb(230,0,230)"
 _CTRL = re.compile("[\x00-\x1f\x7f\ufffe\uffff]")
-_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 
 class _Node(object):
@@ -102,14 +103,7 @@ def _amount(v):
 
 
 def _human_bytes(v):
-    mag, unit = abs(v), 0
-    while mag >= 1024 and unit < len(_UNITS) - 1:
-        mag /= 1024.0
-        unit += 1
-    s = ("%d %s" % (round(mag), _UNITS[0])) if unit == 0 else ("%.1f %s" % (mag, _UNITS[unit]))
-    if v < 0:
-        s = "-" + s
-    return ("~" if isinstance(v, float) else "") + s
+    return ("~" if isinstance(v, float) else "") + human_bytes(v)
 
 
 def _info(node, weight, total):
@@ -299,3 +293,14 @@ def render_svg(stacks, weight="bytes", title="Allocation flame graph", subtitle=
                     _num(x + 3), y + 11, escape(_fit(node.name, w))))
     o.append('</g>\n</svg>\n')
     return "\n".join(o)
+
+
+def report_subtitle(report):
+    """The flame graph's subtitle: totals, the loss, the samples behind
+    sampled estimates, and the completeness verdict."""
+    est = "~" if report.sampling else ""
+    return "%s%.0f allocations, %s%.0f bytes, lost: %s%s; %s" % (
+        est, report.profile.count, est, report.profile.bytes,
+        lost_text(report), "; estimates from %d samples" %
+        report.sampling["samples"] if report.sampling else "",
+        verdict_line(report, warning=""))

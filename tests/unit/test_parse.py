@@ -26,13 +26,17 @@ class EventKindTest(unittest.TestCase):
         for name, kind in [("sdt_rt__alloc", "alloc"), ("sdt_rt__free", "free"),
                            ("sdt_rt__sample", "sample"),
                            ("sdt_rt__alloc_1", "alloc"),
-                           ("sdt_rt__free_12", "free")]:
+                           ("sdt_rt__free_12", "free"),
+                           # perf's own spelling (perf report --stats)
+                           ("sdt_rt:alloc", "alloc"),
+                           ("sdt_rt:sample_2", "sample")]:
             with self.subTest(name=name):
                 self.assertEqual(parse.event_kind(name), kind)
 
     def test_rejected_names(self):
         for name in ["sdt_rt__allocx", "sdt_rt__alloc_", "sdt_rt__alloc_x",
-                     "sdt_rt__alloc_1x", "sdt_rt:alloc", "xsdt_rt__alloc",
+                     "sdt_rt__alloc_1x", "sdt_rt:_alloc", "sdt_rt:alloc_",
+                     "xsdt_rt__alloc", "sdt_rt___alloc",
                      "sdt_other__alloc", "sdt_rt__realloc", "", None]:
             with self.subTest(name=name):
                 self.assertIsNone(parse.event_kind(name))
