@@ -44,10 +44,14 @@ def build(name, sources, *flags, rtalloc=True, libs=()):
     out = os.path.join(BUILD, "bench", name)
     os.makedirs(os.path.dirname(out), exist_ok=True)
     allocator = [os.path.join(ROOT, "examples", "rtalloc", "rt_alloc.c")]
+    if {"-DRT_ALLOC_HEAPTRACK", "-DRT_ALLOC_VALGRIND"} & set(flags):
+        # The same allocator, other tools' hooks in place of its probes.
+        allocator = [os.path.join(HERE, "lib", "rt_alloc_hooked.c")]
     subprocess.run(["gcc", "-O2", "-g", "-std=c99", "-D_DEFAULT_SOURCE"] +
                    list(flags) +
                    ["-I" + os.path.join(ROOT, "include"),
-                    "-I" + os.path.join(ROOT, "examples", "rtalloc")] +
+                    "-I" + os.path.join(ROOT, "examples", "rtalloc"),
+                    "-I" + os.path.join(HERE, "lib")] +
                    [os.path.abspath(s) for s in sources] +
                    (allocator if rtalloc else []) +
                    ["-o", out, "-pthread"] + list(libs), check=True)

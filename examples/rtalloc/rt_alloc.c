@@ -26,7 +26,6 @@
 #endif
 #include "rt_alloc.h"
 #include "rt_probes.h"
-#include "rt_alloc_hooks.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -258,7 +257,6 @@ void *rt_alloc(size_t size, unsigned tag)
      * allocation fires nothing. */
     if (p) {
         RT_ALLOC(p, size, tag);
-        RT_HOOK_ALLOC(p, size);
     }
     return p;
 }
@@ -274,7 +272,6 @@ void rt_free(void *ptr)
      * block is released its address can be handed out again (to another
      * thread too), whose rt:alloc must come after this rt:free. */
     RT_FREE(ptr, h->size, h->tag);
-    RT_HOOK_FREE(ptr);
     release_block(h);
 }
 
@@ -289,7 +286,6 @@ void *rt_realloc(void *ptr, size_t size, unsigned tag)
         p = alloc_block(size, tag);
         if (p) {
             RT_ALLOC(p, size, tag);
-            RT_HOOK_ALLOC(p, size);
         }
         return p;
     }
@@ -298,7 +294,6 @@ void *rt_realloc(void *ptr, size_t size, unsigned tag)
     old_tag = h->tag;
     if (size == 0) { /* rt_free's body */
         RT_FREE(ptr, old_size, old_tag);
-        RT_HOOK_FREE(ptr);
         release_block(h);
         return NULL;
     }
@@ -307,11 +302,9 @@ void *rt_realloc(void *ptr, size_t size, unsigned tag)
          * (free of the old size and tag, alloc of the new), so that the
          * profiler's books stay simple. */
         RT_FREE(ptr, old_size, old_tag);
-        RT_HOOK_FREE(ptr);
         h->size = size;
         h->tag = tag;
         RT_ALLOC(ptr, size, tag);
-        RT_HOOK_ALLOC(ptr, size);
         return ptr;
     }
     p = alloc_block(size, tag);
@@ -319,10 +312,8 @@ void *rt_realloc(void *ptr, size_t size, unsigned tag)
         return NULL; /* ptr is still valid and no event was fired */
     memcpy(p, ptr, old_size < size ? old_size : size);
     RT_FREE(ptr, old_size, old_tag); /* before the release, as in rt_free */
-    RT_HOOK_FREE(ptr);
     release_block(h);
     RT_ALLOC(p, size, tag);
-    RT_HOOK_ALLOC(p, size);
     return p;
 }
 

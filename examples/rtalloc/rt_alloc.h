@@ -24,10 +24,6 @@
  *                    ptr == NULL: only rt:alloc. size == 0: only rt:free.
  *                    Failure: no event.
  *
- * Other profilers: built with -DRT_ALLOC_HEAPTRACK or -DRT_ALLOC_VALGRIND,
- * it also reports every block to heaptrack or valgrind, next to its
- * probes (rt_alloc_hooks.h; used by bench/compare.py).
- *
  * Thread-safe. Never calls malloc.
  */
 #ifndef RT_ALLOC_H

@@ -2,9 +2,10 @@
  * comparing them with allocsites on the same allocator (bench/compare.py).
  *
  * An allocator that bypasses malloc is invisible to heap profilers unless
- * it tells them about its blocks. Each tool has its own way; rt_alloc.c
- * calls RT_HOOK_ALLOC / RT_HOOK_FREE right next to its rt:alloc / rt:free
- * probes, so every tool sees the same events from the same place:
+ * it tells them about its blocks. Each tool has its own way;
+ * rt_alloc_hooked.c puts RT_HOOK_ALLOC / RT_HOOK_FREE where the reference
+ * allocator has its rt:alloc / rt:free probes, so every tool sees the same
+ * events from the same place:
  *
  *   -DRT_ALLOC_HEAPTRACK   heaptrack_malloc / heaptrack_free, exported by
  *                          heaptrack's preload library (the pattern of
