@@ -128,6 +128,22 @@ class ExactProfiles(ProfileTest):
         self.assertIn("%s changed after the recording: its frames may be "
                       "wrong; record again" % os.path.realpath(prog), warnings)
 
+    def test_stripped_binary_is_not_cut_short(self):
+        # No symbols at all: _start is an unnamed frame outside
+        # __libc_start_main, not a stack cut short; the advice to raise
+        # --stack-size would be false.
+        prog = os.path.join(self.tmp, "t_stripped")
+        shutil.copy(program("t_basic"), prog)
+        subprocess.run(["strip", "--strip-all", prog], check=True)
+        report, truth, _, _ = self.profile(prog, ["50"])
+        self.assertLossless(report)
+        self.assertEqual(report["totals"]["count"],
+                         sum(r["count"] for r in truth["records"]))
+        self.assertEqual(report["truncated_allocations"], 0)
+        self.assertFalse([w for w in report["warnings"] if "cut short" in w])
+        self.assertIn("no symbols for %s: frames shown as addresses"
+                      % os.path.realpath(prog), report["warnings"])
+
     def test_identical_binary_at_a_second_path(self):
         # Same build-id at two paths: perf's build-id cache (~/.debug)
         # maps the id to the first path, and perf probe on the second
