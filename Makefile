@@ -20,8 +20,10 @@ deps:
 	@sh ci/install-deps.sh
 
 # examples and tests are built after deps (gcc) are in place.
+# The previous demo's recording is replaced, not kept as demo.data.old.
 demo: deps
 	@$(MAKE) --no-print-directory $(BUILD)/minicc
+	@rm -f $(BUILD)/demo.data $(BUILD)/demo.data.old
 	$(PYTHON) scripts/allocsites -o $(BUILD)/demo.data -- $(BUILD)/minicc $(DEMO_SIZE)
 	@echo "flame graph: $(BUILD)/demo.svg  (JSON: scripts/allocsites report -i $(BUILD)/demo.data --json FILE)"
 

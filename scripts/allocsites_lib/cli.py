@@ -11,7 +11,7 @@ from . import (commandline, options, parallel, perfdata, perfrun, pipeline,
 from .fold import Tally
 from .parse import event_kind
 from .recorder import RecordError
-from .report import lost_words
+from .report import human_bytes, lost_words
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ENTRY_SCRIPT = os.path.join(os.path.dirname(HERE), "allocsites.py")
@@ -201,7 +201,8 @@ def remove_events(events, tracefs):
 
 
 def summarize(perf, output, out):
-    """'recorded: N alloc, M free events; lost: L -> FILE' on stderr."""
+    """'recorded: N alloc, M free events; lost: L -> FILE (SIZE)' on
+    stderr."""
     try:
         text = perfrun.stats_text(output, perf)
     except (OSError, subprocess.SubprocessError) as e:
@@ -218,9 +219,13 @@ def summarize(perf, output, out):
     lost_text = lost_words(lost, unknown)
     main = ("%d sample" % by_kind["sample"]) if by_kind["sample"] else \
         ("%d alloc" % by_kind["alloc"])
-    out.write("allocsites: recorded %s%s events; lost: %s -> %s\n"
+    try:
+        size = " (%s)" % human_bytes(os.path.getsize(output))
+    except OSError:
+        size = ""
+    out.write("allocsites: recorded %s%s events; lost: %s -> %s%s\n"
               % (main, (", %d free" % by_kind["free"])
-                 if by_kind["free"] else "", lost_text, output))
+                 if by_kind["free"] else "", lost_text, output, size))
     if lost or unknown:
         out.write("allocsites: warning: events were lost: the profile is "
                   "incomplete (see docs/design.md, Loss)\n")

@@ -38,9 +38,10 @@ Each form lists its options and examples with --help:
   allocsites record --help      allocsites report --help      allocsites -- --help
 
 examples:
-  allocsites -- ./build/minicc 20000
-        profile minicc: table on stdout, flame graph in perf.svg
-  allocsites --sample 512k -- ./build/minicc 200000
+  allocsites -- ./build/minicc 500
+        profile minicc (213,431 allocations): table on stdout, flame graph
+        in perf.svg, the recording in perf.data (about 50 bytes each: 10 MB)
+  allocsites --sample 512k -- ./build/minicc 5000
         a long run, sampled: estimated bytes and counts per site
   allocsites record -o run.data -- ./server --port 8080 --name "my server"
   allocsites report -i run.data --json run.json --skip '^xmalloc$'
@@ -73,11 +74,12 @@ examples:
 
 PROFILE_EXAMPLES = """\
 examples:
-  allocsites -- ./build/minicc 20000
-        record into perf.data, then the table, and the flame graph perf.svg
-  allocsites -o c.data --top 10 --json c.json -- ./build/minicc 20000
+  allocsites -- ./build/minicc 500
+        record into perf.data (about 50 bytes per allocation: 10 MB here),
+        then the table, and the flame graph perf.svg
+  allocsites -o c.data --top 10 --json c.json -- ./build/minicc 500
         record into c.data; ten sites, a JSON report, the flame graph c.svg
-  allocsites --sample 512k -- ./build/minicc 200000
+  allocsites --sample 512k -- ./build/minicc 5000
         a long run, sampled: estimated bytes and counts per site
 """
 

@@ -65,12 +65,18 @@ def require_perf(testcase):
             "run the perf tests")
 
 
-def rt_events():
-    """The sdt_rt:* uprobe events registered now (sorted list of lines)."""
+def rt_events(under=None):
+    """The sdt_rt:* uprobe events registered now (sorted list of lines);
+    with under, only those on binaries below one of those directories.
+    Events are global to the kernel: another profiling session (another
+    make check on the same machine) has its own, on its own binaries."""
     out = subprocess.run(["perf", "probe", "-l"], stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, check=False).stdout
-    return sorted(l.strip() for l in out.decode().splitlines()
-                  if "sdt_rt:" in l)
+    lines = [l.strip() for l in out.decode().splitlines() if "sdt_rt:" in l]
+    if under is not None:
+        lines = [l for l in lines
+                 if any(" in %s/" % d.rstrip("/") in l for d in under)]
+    return sorted(lines)
 
 
 def allocsites(args, env=None, **kw):
@@ -106,11 +112,14 @@ class ProfileTest(unittest.TestCase):
     def setUp(self):
         require_perf(self)
         self.tmp = tempfile.mkdtemp(prefix="allocsites-test-")
-        self.events_before = rt_events()
+        # Only events on this checkout's binaries and this test's copies
+        # are this test's business.
+        self.ours = (BUILD, ROOT, self.tmp)
+        self.events_before = rt_events(self.ours)
 
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
-        self.assertEqual(rt_events(), self.events_before,
+        self.assertEqual(rt_events(self.ours), self.events_before,
                          "probe events were left behind")
 
     def profile(self, prog, args=(), report_args=(), record_args=()):

@@ -4,9 +4,11 @@ traceback, and nothing left behind (probe events, mounts)."""
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -65,12 +67,22 @@ class Errors(ProfileTest):
         with open("/proc/sys/kernel/perf_event_paranoid") as f:
             if int(f.read()) <= -1:
                 self.skipTest("perf_event_paranoid is -1: non-root may record")
+        # nobody must be able to read the command and the program: a
+        # checkout in /root (mode 700) is not readable to it.
+        world = tempfile.mkdtemp(prefix="allocsites-nobody-")
+        self.addCleanup(shutil.rmtree, world)
+        os.chmod(world, 0o755)
+        shutil.copytree(os.path.join(ROOT, "scripts"),
+                        os.path.join(world, "scripts"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy(program("t_basic"), world)
         proc = subprocess.run(
             ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-             PYTHON, ALLOCSITES, "record", "-o", "/tmp/never.data", "--",
-             program("t_basic")],
+             PYTHON, os.path.join(world, "scripts", "allocsites"), "record",
+             "-o", os.path.join(world, "never.data"), "--",
+             os.path.join(world, "t_basic")],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            universal_newlines=True)
+            universal_newlines=True, cwd=world)
         self.assertOneLineError(proc, 1, "needs root")
 
     def test_report_missing_file(self):
@@ -171,7 +183,7 @@ class Errors(ProfileTest):
         # running (and its events) for every later test.
         self.addCleanup(self.stop_recording, proc)
         deadline = time.time() + 60
-        while len(rt_events()) <= len(self.events_before):
+        while len(rt_events(self.ours)) <= len(self.events_before):
             self.assertLess(time.time(), deadline, "events never appeared")
             time.sleep(0.1)
         time.sleep(1.0)  # let perf record start the program
