@@ -12,7 +12,7 @@ DEMO_SIZE ?= 500
 include examples/Makefile.inc
 include tests/Makefile.inc
 
-.PHONY: all deps demo check unit bench clean
+.PHONY: all deps demo check unit bench clean install uninstall
 
 all: examples $(TEST_PROGRAMS)
 
@@ -37,6 +37,39 @@ unit: all
 
 clean:
 	rm -rf $(BUILD)
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the command as `allocsites`
+# on PATH (a link to its directory under lib/, where the perf-script entry
+# and allocsites_lib live), the headers (so cc finds <rt_probes.h> without
+# -I under /usr/local), probes/rt.d. Every file installed is listed in
+# lib/allocsites/installed, which make uninstall removes and nothing else.
+PREFIX ?= /usr/local
+LIBDIR = $(DESTDIR)$(PREFIX)/lib/allocsites
+install:
+	@mkdir -p $(LIBDIR)/allocsites_lib $(DESTDIR)$(PREFIX)/bin \
+		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/allocsites
+	install -m 755 scripts/allocsites $(LIBDIR)/allocsites
+	install -m 644 scripts/allocsites.py $(LIBDIR)/allocsites.py
+	install -m 644 scripts/allocsites_lib/*.py $(LIBDIR)/allocsites_lib/
+	ln -sf ../lib/allocsites/allocsites $(DESTDIR)$(PREFIX)/bin/allocsites
+	install -m 644 include/rt_probes.h include/rt_sampler.h include/rt_exit.h \
+		$(DESTDIR)$(PREFIX)/include/
+	install -m 644 probes/rt.d $(DESTDIR)$(PREFIX)/share/allocsites/rt.d
+	@{ echo $(PREFIX)/bin/allocsites; \
+	   for f in allocsites allocsites.py; do echo $(PREFIX)/lib/allocsites/$$f; done; \
+	   for f in scripts/allocsites_lib/*.py; do \
+		echo $(PREFIX)/lib/allocsites/allocsites_lib/$$(basename $$f); done; \
+	   for f in rt_probes.h rt_sampler.h rt_exit.h; do echo $(PREFIX)/include/$$f; done; \
+	   echo $(PREFIX)/share/allocsites/rt.d; \
+	   echo $(PREFIX)/lib/allocsites/installed; } > $(LIBDIR)/installed
+	@echo "installed: $(PREFIX)/bin/allocsites, headers in $(PREFIX)/include"
+
+uninstall:
+	@test -f $(LIBDIR)/installed || { echo "uninstall: nothing installed under $(DESTDIR)$(PREFIX)"; exit 1; }
+	@for f in $$(cat $(LIBDIR)/installed); do rm -f $(DESTDIR)$$f; done
+	@rm -rf $(LIBDIR)/allocsites_lib/__pycache__
+	@rmdir $(LIBDIR)/allocsites_lib $(LIBDIR) $(DESTDIR)$(PREFIX)/share/allocsites 2>/dev/null || true
+	@echo "uninstalled allocsites from $(DESTDIR)$(PREFIX)"
 
 # Figures for docs/benchmarks.md and bench/README.md (not part of check):
 # run as root on an idle machine. Each script prints Markdown; the
