@@ -74,7 +74,7 @@ uninstall:
 # Figures for docs/benchmarks.md and bench/README.md (not part of check):
 # run as root on an idle machine. Each script prints Markdown; the
 # results are kept in $(BUILD)/bench/*.md (progress goes to stderr).
-# About 50 minutes.
+# About 90 minutes.
 BENCH_OUT = $(BUILD)/bench
 bench: deps all
 	@sh ci/install-bench-deps.sh
@@ -88,3 +88,4 @@ bench: deps all
 	$(PYTHON) bench/fixed_cost.py > $(BENCH_OUT)/fixed_cost.md && cat $(BENCH_OUT)/fixed_cost.md
 	$(PYTHON) bench/stack_depth.py > $(BENCH_OUT)/stack_depth.md && cat $(BENCH_OUT)/stack_depth.md
 	$(PYTHON) bench/loss_stress.py > $(BENCH_OUT)/loss_stress.md && cat $(BENCH_OUT)/loss_stress.md
+	$(PYTHON) bench/lossless_runs.py > $(BENCH_OUT)/lossless_runs.md && cat $(BENCH_OUT)/lossless_runs.md
