@@ -55,12 +55,15 @@ install:
 	install -m 644 include/rt_probes.h include/rt_sampler.h include/rt_exit.h \
 		$(DESTDIR)$(PREFIX)/include/
 	install -m 644 probes/rt.d $(DESTDIR)$(PREFIX)/share/allocsites/rt.d
+	@mkdir -p $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 docs/man/allocsites.1 $(DESTDIR)$(PREFIX)/share/man/man1/allocsites.1
 	@{ echo $(PREFIX)/bin/allocsites; \
 	   for f in allocsites allocsites.py; do echo $(PREFIX)/lib/allocsites/$$f; done; \
 	   for f in scripts/allocsites_lib/*.py; do \
 		echo $(PREFIX)/lib/allocsites/allocsites_lib/$$(basename $$f); done; \
 	   for f in rt_probes.h rt_sampler.h rt_exit.h; do echo $(PREFIX)/include/$$f; done; \
 	   echo $(PREFIX)/share/allocsites/rt.d; \
+	   echo $(PREFIX)/share/man/man1/allocsites.1; \
 	   echo $(PREFIX)/lib/allocsites/installed; } > $(LIBDIR)/installed
 	@echo "installed: $(PREFIX)/bin/allocsites, headers in $(PREFIX)/include"
 

@@ -65,6 +65,8 @@ class Install(ProfileTest):
         os.mkdir(work)
         with open(os.path.join(work, "my_alloc.c"), "w") as f:
             f.write(MY_ALLOC)
+        self.assertTrue(os.path.exists(os.path.join(
+            prefix, "share", "man", "man1", "allocsites.1")))
         subprocess.run(["cc", "-std=gnu99", "-O2", "-g",
                         "-I" + os.path.join(prefix, "include"),
                         "my_alloc.c", "-o", "prog"], cwd=work, check=True)

@@ -37,6 +37,11 @@ class DocumentedOptions(unittest.TestCase):
         documented = set(OPTION_RE.findall(docs))
         self.assertEqual(sorted(help_options() - documented), [])
 
+    def test_the_man_page_lists_every_option(self):
+        man = read("docs/man/allocsites.1").replace("\\-", "-")
+        self.assertEqual(sorted(help_options() - {"--help", "--worker-out"} -
+                                set(OPTION_RE.findall(man))), [])
+
     def test_every_option_in_the_readme_usage_exists(self):
         readme = read("README.md")
         usage = readme[readme.index("## Quick start on your own program"):
