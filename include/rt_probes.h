@@ -67,6 +67,21 @@
         __attribute__((used, section(".rt_tags"), aligned(4))) = {           \
             (unsigned int)(tag), (unsigned int)sizeof(name), name}
 
+/* RT_SKIP("^xmalloc$"): at file scope, declares the allocator's own
+ * wrapper functions (a regular expression, Python syntax, matched with
+ * re.search against function names) once for every report: a matching
+ * function that calls the allocator is charged to its caller, as with
+ * `--skip REGEX`. A record in the ELF section .rt_skip: no code, no
+ * relocation. Record layout: u32 n = sizeof(regex), n bytes with the NUL,
+ * padded to 4 bytes. */
+#define RT_SKIP(regex)                                                        \
+    static const struct {                                                     \
+        unsigned int n;                                                       \
+        char s[sizeof(regex)];                                                \
+    } RT__UNIQUE(rt__skip_)                                                   \
+        __attribute__((used, section(".rt_skip"), aligned(4))) = {           \
+            (unsigned int)sizeof(regex), regex}
+
 #if defined(RT_PROBES_DISABLE)
 
 #define RT_ALLOC_ENABLED() 0

@@ -138,6 +138,23 @@ def tag_names(elf):
     return names
 
 
+def skip_patterns(elf):
+    """[regex] from the .rt_skip records RT_SKIP emits.
+
+    Record: u32 n, n bytes of NUL-terminated regex, padded to 4."""
+    blob = elf.section(".rt_skip") or b""
+    out = []
+    off = 0
+    while off + 4 <= len(blob):
+        n = struct.unpack_from("<I", blob, off)[0]
+        if n == 0 or off + 4 + n > len(blob):
+            break
+        out.append(blob[off + 4:off + 4 + n].split(b"\0")[0].decode(
+            "utf-8", "replace"))
+        off += 4 + ((n + 3) & ~3)
+    return out
+
+
 def to_link_address(elf, perf_address):
     """perf's symbol address for this DSO -> the address in its DWARF.
 

@@ -3,12 +3,14 @@
 Used by the perf entry script (scripts/allocsites.py) at trace_end; kept
 out of it so it can be run on a hand-made Tally in tests."""
 
+import collections
 import os
+import re
 import sys
 
 from . import (collapsed, completeness, csvout, elf, jsonout, perfrun,
                svg, table)
-from .elf import tag_names
+from .elf import skip_patterns, tag_names
 from .fold import fold
 from .options import skip_regex
 from .report import Report
@@ -26,6 +28,58 @@ def collect_tag_names(tally, symbolizer):
     return names
 
 
+def declared_skips(tally, symbolizer):
+    """[(regex, dso)] the recorded binaries declare with RT_SKIP, each
+    regex once, in DSO order; unusable ones are left out (warned)."""
+    out, seen = [], set()
+    for dso in sorted(tally.dsos()):
+        image = symbolizer.elf(dso)
+        if image is None:
+            continue
+        for regex in skip_patterns(image):
+            if regex in seen:
+                continue
+            seen.add(regex)
+            try:
+                re.compile(regex)
+            except re.error:
+                symbolizer.warnings.append(
+                    "RT_SKIP(%r) in %s is not a valid regular expression: "
+                    "ignored" % (regex, dso))
+                continue
+            out.append((regex, dso))
+    return out
+
+
+# A site with at least this share of all bytes, called from at least this
+# many functions, gets the --skip suggestion.
+WRAPPER_SHARE = 0.2
+WRAPPER_CALLERS = 8
+
+
+def wrapper_suspects(profile, min_callers=WRAPPER_CALLERS,
+                     min_share=WRAPPER_SHARE):
+    """Sites that look like wrappers around the allocator: a large share
+    of the bytes, reached from many different calling functions (Lua's
+    luaM_malloc_ carried 99% of an interpreter's allocations). -> [(site,
+    number of callers)]."""
+    callers = collections.defaultdict(set)
+    for stack in profile.stacks:
+        if len(stack.frames) > 1:
+            key = stack.frames[0]
+            callers[(key.function, key.file, key.line)].add(
+                stack.frames[1].function)
+    out = []
+    for site in profile.sites[:3]:
+        key = (site.frame.function, site.frame.file, site.frame.line)
+        n = len(callers.get(key, ()))
+        if n >= min_callers and profile.bytes and \
+                site.bytes >= min_share * profile.bytes:
+            out.append((site, n))
+    return out
+
+
+
 def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                  read_errors=(), interrupted=False, build_ids=None):
     """data: the perf.data path, to notice binaries rebuilt since;
@@ -38,9 +92,20 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     names = collect_tag_names(tally, symbolizer)
     tags = set(opts.tag) if opts.tag else None
     mode = tally.mode()
-    result = fold(tally, symbolizer, names, skip_regex(opts), tags, opts.depth,
-                  mode)
+    declared = declared_skips(tally, symbolizer)
+    skip = "|".join(p for p in [skip_regex(opts)] +
+                    ["(?:%s)" % r for r, _ in declared] if p) or None
+    result = fold(tally, symbolizer, names, skip, tags, opts.depth, mode)
     warnings = list(symbolizer.warnings)
+    for regex, dso in declared:
+        warnings.append("wrappers declared by %s (RT_SKIP): %s; their "
+                        "callers are charged" % (os.path.basename(dso), regex))
+    for site, n in wrapper_suspects(result):
+        warnings.append(
+            "%s is reached from %d different functions: if it is a wrapper "
+            "around the allocator, --skip '^%s$' charges its callers "
+            "(or declare it once with RT_SKIP in the source)"
+            % (site.frame.function, n, re.escape(site.frame.function)))
     if tags is not None:
         present = {label for _, tag in tally.entries(mode)
                    for label in (str(tag), names.get(tag))}

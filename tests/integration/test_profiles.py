@@ -144,6 +144,53 @@ class ExactProfiles(ProfileTest):
         self.assertIn("no symbols for %s: frames shown as addresses"
                       % os.path.realpath(prog), report["warnings"])
 
+    def wrap_truth(self, stdout):
+        """{fI: (count, bytes)} as t_wrap printed them."""
+        return {name: tuple(int(x) for x in v.split(","))
+                for name, v in (l.split("=") for l in stdout.splitlines()
+                                if l.startswith("f"))}
+
+    def test_declared_wrapper_charges_its_callers(self):
+        report, _, rec, rep = self.profile_plain(program("t_wrap"))
+        truth = self.wrap_truth(rec.stdout)
+        self.assertEqual({s["function"]: (s["count"], s["bytes"])
+                          for s in report["sites"]}, truth)
+        self.assertIn("wrappers declared by t_wrap (RT_SKIP): ^xmalloc$; "
+                      "their callers are charged", report["warnings"])
+
+    def test_undeclared_wrapper_is_noticed(self):
+        report, _, rec, rep = self.profile_plain(program("t_wrap_plain"))
+        truth = self.wrap_truth(rec.stdout)
+        self.assertEqual([(s["function"], s["count"]) for s in
+                          report["sites"]],
+                         [("xmalloc", sum(c for c, _ in truth.values()))])
+        self.assertIn("xmalloc is reached from 10 different functions: if "
+                      "it is a wrapper around the allocator, --skip "
+                      "'^xmalloc$' charges its callers (or declare it once "
+                      "with RT_SKIP in the source)", report["warnings"])
+        # The advice works.
+        out = os.path.join(self.tmp, "skip.json")
+        again = allocsites(["report", "-i", os.path.join(self.tmp, "run.data"),
+                            "--skip", "^xmalloc$", "--json", out])
+        self.assertEqual(again.returncode, 0, again.stderr)
+        with open(out) as f:
+            skipped = json.load(f)
+        self.assertEqual({s["function"]: (s["count"], s["bytes"])
+                          for s in skipped["sites"]}, truth)
+
+    def profile_plain(self, prog):
+        """profile() for a program that writes no truth file."""
+        data = os.path.join(self.tmp, "run.data")
+        out_json = os.path.join(self.tmp, "report.json")
+        rec = allocsites(["record", "-o", data, "--", prog])
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        rep = allocsites(["report", "-i", data, "--json", out_json])
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        with open(out_json) as f:
+            report = json.load(f)
+        self.assertLossless(report)
+        return report, None, rec, rep
+
     def test_identical_binary_at_a_second_path(self):
         # Same build-id at two paths: perf's build-id cache (~/.debug)
         # maps the id to the first path, and perf probe on the second

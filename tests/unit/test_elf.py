@@ -3,6 +3,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import re
 import struct
+import subprocess
 import tempfile
 
 from allocsites_lib import elf
@@ -10,6 +11,8 @@ from allocsites_lib.symbolize import run_addr2line
 
 import fixtures
 from fixtures import FakeElf, rt_tags_blob
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def note(ntype, owner, desc):
@@ -38,6 +41,30 @@ class IterNotesTest(unittest.TestCase):
     def test_overlong_sizes_do_not_raise(self):
         blob = struct.pack("<III", 4, 1000, 3) + b"GNU\0" + b"xy"
         self.assertEqual(list(elf.iter_notes(blob)), [(3, "GNU", b"xy")])
+
+
+class SkipPatternsTest(unittest.TestCase):
+    """RT_SKIP's .rt_skip records, read back from a real object file."""
+
+    def test_compiled_records(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "w.c")
+            with open(src, "w") as f:
+                f.write('#include "rt_probes.h"\n'
+                        'RT_SKIP("^xmalloc$");\nRT_SKIP("^arena_(new|grow)");\n'
+                        'RT_SKIP("a");\nint main(void) { return 0; }\n')
+            out = os.path.join(tmp, "w")
+            subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-pedantic",
+                            "-Werror", "-I" + os.path.join(ROOT, "include"),
+                            src, "-o", out], check=True)
+            self.assertEqual(elf.skip_patterns(elf.open_elf(out)),
+                             ["^xmalloc$", "^arena_(new|grow)", "a"])
+
+    def test_truncated_and_empty(self):
+        blob = b"\x05\0\0\0^abc\0\0\0\0" + b"\x09\0\0\0^de"
+        self.assertEqual(elf.skip_patterns(FakeElf(blobs={".rt_skip": blob})),
+                         ["^abc"])
+        self.assertEqual(elf.skip_patterns(FakeElf()), [])
 
 
 class TagNamesSyntheticTest(unittest.TestCase):

@@ -6,11 +6,11 @@ import json
 import tempfile
 import xml.etree.ElementTree as ET
 
-from allocsites_lib import csvout, jsonout, options, pipeline, table
+from allocsites_lib import csvout, fold, jsonout, options, pipeline, table
 from allocsites_lib import elf as elfmod
-from allocsites_lib.fold import Tally
+from allocsites_lib.fold import Stack, Tally
 from allocsites_lib.parse import Event, RawFrame
-from allocsites_lib.symbolize import Symbolizer
+from allocsites_lib.symbolize import Frame, Symbolizer
 
 import fixtures
 from fixtures import exit_event, APP, FakeAddr2line, FakeElf, alloc, fake_open_elf, free, rt_tags_blob
@@ -312,6 +312,33 @@ class WriteOutputsTest(unittest.TestCase):
         pipeline.write_outputs(report, opts, out, err)
         self.assertEqual(err.getvalue(), "")
         self.assertIn("total: 4 bytes (4 B) in 1 allocations at 1 sites\n", out.getvalue())
+
+
+class WrapperSuspectsTest(unittest.TestCase):
+    """A big site reached from many functions gets the --skip advice."""
+
+    def profile(self, callers, share):
+        wrap = Frame("xmalloc", "/src/x.c", 5, "/bin/p", False)
+        other = Frame("lex", "/src/l.c", 9, "/bin/p", False)
+        stacks = [Stack((wrap, Frame("f%d" % i, "/src/f.c", i, "/bin/p",
+                                     False)), 1, 100, {})
+                  for i in range(callers)]
+        rest = int(100 * callers * (1 - share) / share)
+        stacks.append(Stack((other, Frame("main", "/src/m.c", 1, "/bin/p",
+                                          False)), 1, rest, {}))
+        site_w, site_o = fold.Site(wrap), fold.Site(other)
+        site_w.bytes, site_o.bytes = 100 * callers, rest
+        sites = sorted([site_w, site_o], key=lambda s: -s.bytes)
+        return fold.Profile(sites, stacks, callers + 1, 100 * callers + rest,
+                            0)
+
+    def test_flagged(self):
+        [(site, n)] = pipeline.wrapper_suspects(self.profile(10, 0.5))
+        self.assertEqual((site.frame.function, n), ("xmalloc", 10))
+
+    def test_few_callers_or_small_share_not_flagged(self):
+        self.assertEqual(pipeline.wrapper_suspects(self.profile(7, 0.9)), [])
+        self.assertEqual(pipeline.wrapper_suspects(self.profile(20, 0.1)), [])
 
 
 class StaleBinariesTest(unittest.TestCase):
