@@ -2,6 +2,7 @@
 
 import json
 
+from . import sitestacks
 from .report import share, verdict
 
 VERSION = 1
@@ -12,7 +13,7 @@ def frame_json(frame):
             "line": frame.line, "dso": frame.dso, "inlined": frame.inlined}
 
 
-def report_dict(report, top=None):
+def report_dict(report, top=None, stacks_site=None):
     profile = report.profile
     sampling = report.sampling
     sites = []
@@ -68,16 +69,20 @@ def report_dict(report, top=None):
         "filters": report.filters,
         "warnings": list(report.warnings),
         "sites": sites,
+        # --stacks SITE: the stacks reaching it (absent without --stacks)
+        **({"site_stacks": sitestacks.stacks_json(
+            profile, stacks_site, top or 10, frame_json)}
+           if stacks_site else {}),
         "stacks": stacks,
     }
 
 
-def render_json(report, top=None):
+def render_json(report, top=None, stacks_site=None):
     """The document, indented by key, one list item (site, stack) per
     line. json.dumps(indent=...) uses the pure-Python encoder: 1.4 s for
     the 20 MB report of 213431 allocations; item by item, the C encoder
     writes it in 0.1 s."""
-    doc = report_dict(report, top)
+    doc = report_dict(report, top, stacks_site)
     parts = []
     for key, value in doc.items():
         if isinstance(value, list) and value:

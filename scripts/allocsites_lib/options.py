@@ -101,6 +101,11 @@ def add_report_options(p):
                           "that directly calls the allocator is a wrapper: "
                           "charge its caller instead (repeatable)")
     p.add_argument("--title", default=None, help="flame graph title")
+    p.add_argument("--stacks", metavar="SITE", default=None,
+                   help="also print the call stacks that reach SITE (a "
+                        "function, file:line or tag), most bytes first, "
+                        "--top N of them (default 10); in JSON as "
+                        "site_stacks")
 
 
 # The report options as (dest, flag, kind): how report_argv gives a parsed
@@ -112,7 +117,7 @@ REPORT_FLAGS = (
     ("weight", "--weight", "value"), ("tag", "--tag", "list"),
     ("min_size", "--min-size", "value"), ("depth", "--depth", "value"),
     ("top", "--top", "value"), ("skip", "--skip", "list"),
-    ("title", "--title", "value"),
+    ("title", "--title", "value"), ("stacks", "--stacks", "value"),
 )
 
 

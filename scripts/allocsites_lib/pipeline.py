@@ -9,7 +9,7 @@ import re
 import sys
 
 from . import (collapsed, completeness, csvout, elf, jsonout, perfrun,
-               svg, table)
+               sitestacks, svg, table)
 from .elf import skip_patterns, tag_names
 from .fold import fold
 from .options import skip_regex
@@ -197,7 +197,8 @@ def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
         written.append((kind, path))
 
     if opts.json:
-        save("json", opts.json, jsonout.render_json(report, opts.top))
+        save("json", opts.json, jsonout.render_json(report, opts.top,
+                                                    opts.stacks))
     if opts.csv:
         save("csv", opts.csv, csvout.render_csv(report, opts.top))
     if opts.folded:
@@ -208,6 +209,10 @@ def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
                                              opts.weight, title,
                                              svg.report_subtitle(report)))
     out.write(table.render_table(report, opts.top or 20))
+    if opts.stacks:
+        out.write(sitestacks.render_stacks(
+            report.profile, opts.stacks, opts.top or 10,
+            "~" if report.sampling else ""))
     for kind, path in written:
         out.write("%s: %s\n" % (kind, path))
     for w in report.warnings:

@@ -168,6 +168,17 @@ class ExactProfiles(ProfileTest):
                       "it is a wrapper around the allocator, --skip "
                       "'^xmalloc$' charges its callers (or declare it once "
                       "with RT_SKIP in the source)", report["warnings"])
+        # The stacks behind the wrapper: one per caller, each with that
+        # caller's count and bytes.
+        out = os.path.join(self.tmp, "stacks.json")
+        st = allocsites(["report", "-i", os.path.join(self.tmp, "run.data"),
+                         "--stacks", "xmalloc", "--top", "10", "--json", out])
+        self.assertEqual(st.returncode, 0, st.stderr)
+        self.assertIn("stacks reaching xmalloc: 10 of 10 shown", st.stdout)
+        with open(out) as f:
+            behind = json.load(f)["site_stacks"]
+        self.assertEqual({s["frames"][1]["function"]: (s["count"], s["bytes"])
+                          for s in behind["stacks"]}, truth)
         # The advice works.
         out = os.path.join(self.tmp, "skip.json")
         again = allocsites(["report", "-i", os.path.join(self.tmp, "run.data"),
