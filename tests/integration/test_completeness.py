@@ -45,16 +45,21 @@ class EndToEndCount(ProfileTest):
         self.assertEqual(report["events"]["exit"], 2)
         self.assertEqual(report["check"]["fired"]["alloc"], 68)
 
-    def test_process_ended_by_exit_underscore_is_not_checked(self):
-        data = os.path.join(self.tmp, "run.data")
-        out = os.path.join(self.tmp, "r.json")
-        rec = allocsites(["record", "-o", data, "--", program("t_deep"), "60",
-                          "_exit"])
-        self.assertEqual(rec.returncode, 0, rec.stderr)
+    def record_and_report(self, name, argv, status=0):
+        """allocsites record (expecting status) and report (expecting 0)
+        -> (record, report process, JSON report)."""
+        data = os.path.join(self.tmp, name + ".data")
+        out = os.path.join(self.tmp, name + ".json")
+        rec = allocsites(["record", "-o", data, "--"] + argv)
+        self.assertEqual(rec.returncode, status, rec.stderr)
         rep = allocsites(["report", "-i", data, "--json", out])
         self.assertEqual(rep.returncode, 0, rep.stderr)
         with open(out) as f:
-            report = json.load(f)
+            return rec, rep, json.load(f)
+
+    def test_process_ended_by_exit_underscore_is_not_checked(self):
+        _, rep, report = self.record_and_report(
+            "run", [program("t_deep"), "60", "_exit"])
         # The child exited normally (7 checked); the parent's 61 were not.
         self.assertIsNone(report["complete"])
         self.assertEqual(report["check"]["unchecked"], 61)
@@ -68,18 +73,11 @@ class EndToEndCount(ProfileTest):
         # which sys.exit turned into 245. A shell says 139 (128 + 11).
         for end, sig in (("segv", signal.SIGSEGV), ("abort", signal.SIGABRT)):
             with self.subTest(end=end):
-                data = os.path.join(self.tmp, end + ".data")
-                out = os.path.join(self.tmp, end + ".json")
-                rec = allocsites(["record", "-o", data, "--",
-                                  program("t_deep"), "20", end])
-                self.assertEqual(rec.returncode, 128 + sig, rec.stderr)
+                rec, _, report = self.record_and_report(
+                    end, [program("t_deep"), "20", end], 128 + sig)
                 self.assertIn("killed by %s (exit status %d)"
                               % (signal.Signals(sig).name, 128 + sig),
                               rec.stderr)
-                rep = allocsites(["report", "-i", data, "--json", out])
-                self.assertEqual(rep.returncode, 0, rep.stderr)
-                with open(out) as f:
-                    report = json.load(f)
                 # The child exited (7 checked); the killed parent's 21
                 # allocations were recorded but cannot be checked.
                 self.assertIsNone(report["complete"])

@@ -12,6 +12,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import ROOT, ProfileTest, allocsites, program  # noqa: E402
 
 
+
+def build_with_allocator(source, prog):
+    """A test program's source (or a copy of it) with the reference
+    allocator, as tests/Makefile.inc builds them."""
+    subprocess.run(
+        ["gcc", "-O2", "-g", "-pthread", "-I" + os.path.join(ROOT, "include"),
+         "-I" + os.path.join(ROOT, "examples", "rtalloc"),
+         "-I" + os.path.join(ROOT, "tests", "programs"),
+         source, os.path.join(ROOT, "examples", "rtalloc", "rt_alloc.c"),
+         "-o", prog], check=True)
+
 class ExactProfiles(ProfileTest):
 
     def test_sites_tags_inline_recursion_realloc(self):
@@ -85,12 +96,7 @@ class ExactProfiles(ProfileTest):
                 text = f.read()
             with open(copy, "w") as f:
                 f.write(padding + text)
-            subprocess.run(
-                ["gcc", "-O2", "-g", "-pthread", "-I" + os.path.join(ROOT, "include"),
-                 "-I" + os.path.join(ROOT, "examples", "rtalloc"),
-                 "-I" + os.path.join(ROOT, "tests", "programs"),
-                 copy, os.path.join(ROOT, "examples", "rtalloc", "rt_alloc.c"),
-                 "-o", prog], check=True)
+            build_with_allocator(copy, prog)
             report, truth, _, _ = self.profile(prog, ["200"])
             self.assertMatchesTruth(report, truth)
             lines_seen.append(sorted(s["line"] for s in report["sites"]))
@@ -107,12 +113,7 @@ class ExactProfiles(ProfileTest):
             copy = os.path.join(self.tmp, "t_again.c")
             with open(src) as f, open(copy, "w") as out:
                 out.write(padding + f.read())
-            subprocess.run(
-                ["gcc", "-O2", "-g", "-pthread", "-I" + os.path.join(ROOT, "include"),
-                 "-I" + os.path.join(ROOT, "examples", "rtalloc"),
-                 "-I" + os.path.join(ROOT, "tests", "programs"),
-                 copy, os.path.join(ROOT, "examples", "rtalloc", "rt_alloc.c"),
-                 "-o", prog], check=True)
+            build_with_allocator(copy, prog)
         build("")
         report, truth, _, _ = self.profile(prog, ["50"])
         self.assertMatchesTruth(report, truth)
