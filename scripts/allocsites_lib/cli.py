@@ -1,13 +1,14 @@
 """The allocsites command: record, report, or both in one go. The
 command line is commandline.py's; this module does the work."""
 
+import json
 import os
 import signal
 import subprocess
 import sys
 
-from . import (commandline, options, parallel, perfdata, perfrun, pipeline,
-               recorder, runstate)
+from . import (commandline, diff, options, parallel, perfdata, perfrun,
+               pipeline, recorder, runstate, svg)
 from .fold import Tally
 from .parse import event_kind
 from .recorder import RecordError
@@ -325,6 +326,48 @@ def main(argv=None):
         return 130
 
 
+def run_diff(opts, out=sys.stdout):
+    """allocsites diff: both profiles as JSON reports (a recording is
+    reported first, its table not shown), then the diff's outputs."""
+    import io
+    import tempfile
+
+    def report_recording(path):
+        with tempfile.TemporaryDirectory(prefix="allocsites-diff-") as tmp:
+            js = os.path.join(tmp, "r.json")
+            status = report(path, ["--json", js], stdout=io.StringIO())
+            if not os.path.exists(js):
+                raise RecordError("cannot report %s (status %d)"
+                                  % (path, status))
+            with open(js, encoding="utf-8") as f:
+                return f.read()
+
+    try:
+        base = diff.load(opts.base, report_recording)
+        new = diff.load(opts.new, report_recording)
+    except FileNotFoundError as e:
+        raise RecordError("%s: no such file" % e.filename)
+    except (ValueError, KeyError) as e:
+        raise RecordError("not a report or recording: %s" % e)
+    changes = diff.match_sites(base, new)
+    out.write(diff.render_table(opts.base, opts.new, base, new, changes,
+                                opts.top))
+    if opts.json:
+        with open(opts.json, "w", encoding="utf-8") as f:
+            json.dump(diff.diff_json(opts.base, opts.new, base, new,
+                                     changes), f, indent=1)
+        out.write("json: %s\n" % opts.json)
+    if opts.svg:
+        with open(opts.svg, "w", encoding="utf-8") as f:
+            f.write(svg.render_svg(
+                diff.svg_stacks(new), "bytes",
+                "allocsites diff: %s -> %s" % (opts.base, opts.new),
+                "widths: %s; red: grown, blue: shrunk" % opts.new,
+                base_stacks=diff.svg_stacks(base)))
+        out.write("svg: %s\n" % opts.svg)
+    return 0
+
+
 def dispatch(argv):
     inv = commandline.parse(argv)
     if inv is None:    # allocsites --help
@@ -332,6 +375,8 @@ def dispatch(argv):
         return 0
     if inv.form == "report":
         return report(inv.input, inv.report_args, jobs=inv.jobs)
+    if inv.form == "diff":
+        return run_diff(inv.report)
     if inv.form == "record":
         return record(inv.record, inv.program)
     status = record(inv.record, inv.program)

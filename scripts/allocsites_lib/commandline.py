@@ -25,6 +25,7 @@ USAGE = """\
 usage: allocsites record [record options] -- PROG [ARGS...]
        allocsites report [-i FILE] [-j N] [report options]
        allocsites [record options] [-j N] [report options] -- PROG [ARGS...]
+       allocsites diff BASE NEW [--json FILE] [--svg FILE] [--top N]
 
 Per-call-site allocation profiles of allocators annotated with the rt USDT
 probes (include/rt_probes.h), recorded with perf.
@@ -33,9 +34,11 @@ probes (include/rt_probes.h), recorded with perf.
            links), run it under perf record, remove the events again
   report   the table (and --json/--svg/--folded/--csv files) from a recording
   -- PROG  record, then report with a flame graph beside the data
+  diff     what changed from BASE to NEW (recordings or JSON reports)
 
 Each form lists its options and examples with --help:
   allocsites record --help      allocsites report --help      allocsites -- --help
+  allocsites diff --help
 
 examples:
   allocsites -- ./build/minicc 500
@@ -83,7 +86,36 @@ examples:
         a long run, sampled: estimated bytes and counts per site
 """
 
-# form: "record", "report" or "profile"; record: the record options
+DIFF_EXAMPLES = """\
+examples:
+  allocsites diff before.data after.data
+        the sites whose bytes or counts changed, largest change first
+  allocsites diff before.json after.json --svg diff.svg --json diff.json
+        also a differential flame graph (grown red, shrunk blue) and JSON
+"""
+
+
+def diff_parser():
+    p = _parser("allocsites diff",
+                "allocsites diff BASE NEW [--json FILE] [--svg FILE] "
+                "[--top N]",
+                "What changed from BASE to NEW: per-site bytes and counts,\n"
+                "sites matched across a rebuild (same line, else same\n"
+                "function and file), new and gone sites, the totals.\n"
+                "BASE and NEW are recordings or JSON reports.",
+                DIFF_EXAMPLES)
+    p.add_argument("base", metavar="BASE")
+    p.add_argument("new", metavar="NEW")
+    p.add_argument("--json", metavar="FILE", help="the diff as JSON")
+    p.add_argument("--svg", metavar="FILE",
+                   help="differential flame graph: NEW's widths, grown red, "
+                        "shrunk blue")
+    p.add_argument("--top", type=positive_jobs, default=20, metavar="N",
+                   help="rows in the table (default 20)")
+    return p
+
+
+# form: "record", "report", "profile" or "diff"; record: the record options
 # (output, stack_size, libs, frees, sample) or None; input: the recording
 # to report (report form); jobs: -j or None; report_args: the report
 # options as argv (for the perf script workers); program: PROG's argv.
@@ -222,6 +254,9 @@ def parse(argv):
             raise UsageError("no command: allocsites record|report|-- PROG "
                              "(allocsites --help)")
         return None
+    if argv[0] == "diff":
+        opts = diff_parser().parse_args(argv[1:])
+        return Invocation("diff", None, None, None, opts, [], None)
     form = argv[0] if argv[0] in ("record", "report") else "profile"
     args = argv[1:] if form != "profile" else argv
     ours, program = split_program(args) if form != "report" else (args, None)

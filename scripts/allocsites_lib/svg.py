@@ -42,10 +42,19 @@ _CTRL = re.compile("[\x00-\x1f\x7f\ufffe\uffff]")
 
 
 class _Node(object):
-    __slots__ = ("name", "count", "nbytes", "children")
+    __slots__ = ("name", "count", "nbytes", "children", "base")
 
     def __init__(self, name):
         self.name, self.count, self.nbytes, self.children = name, 0, 0, {}
+        self.base = None   # a differential graph: the base profile's node
+
+
+def _attach_base(node, base):
+    """Pairs each node with the base tree's node of the same path."""
+    node.base = base if base is not None else _Node(node.name)
+    for name, child in node.children.items():
+        _attach_base(child, base.children.get(name) if base is not None
+                     else None)
 
 
 def _build_tree(stacks):
@@ -109,9 +118,29 @@ def _human_bytes(v):
 def _info(node, weight, total):
     w = node.nbytes if weight == "bytes" else node.count
     pct = 100.0 * w / total if total else 0.0
-    return "%s\nbytes: %s (%s bytes)\ncount: %s\n%.2f%% of total %s" % (
+    text = "%s\nbytes: %s (%s bytes)\ncount: %s\n%.2f%% of total %s" % (
         node.name, _human_bytes(node.nbytes), _amount(node.nbytes),
         _amount(node.count), pct, weight)
+    if node.base is not None:
+        before = node.base.nbytes if weight == "bytes" else node.base.count
+        text += "\nchange: %+.0f %s (base %.0f)" % (w - before, weight,
+                                                  before)
+    return text
+
+
+def _diff_color(node, weight):
+    """Grown red, shrunk blue, unchanged white: the stronger the change
+    relative to the node's size, the deeper the colour."""
+    w = node.nbytes if weight == "bytes" else node.count
+    before = node.base.nbytes if weight == "bytes" else node.base.count
+    delta = w - before
+    scale = max(w, before) or 1
+    depth = int(200 * min(1.0, abs(delta) / scale))
+    if delta > 0:
+        return "rgb(255,%d,%d)" % (255 - depth, 255 - depth)
+    if delta < 0:
+        return "rgb(%d,%d,255)" % (255 - depth, 255 - depth)
+    return "rgb(250,250,250)"
 
 
 def _color(name):
@@ -241,15 +270,20 @@ function resetSearch() {
 """
 
 
-def render_svg(stacks, weight="bytes", title="Allocation flame graph", subtitle="", width=1200):
+def render_svg(stacks, weight="bytes", title="Allocation flame graph", subtitle="", width=1200,
+               base_stacks=None):
     """stacks: iterable of (frames, count, nbytes) where frames is a list/tuple of str, ROOT FIRST
     (outermost caller first, allocation site last), count and nbytes are int or float (float = estimates
     from sampling). weight: "bytes" or "count" -- which value sizes the boxes.
+    base_stacks: the same for a base profile: a differential flame graph
+    (widths from stacks, colour by the change from base_stacks).
     Returns the SVG document as a str."""
     if weight not in ("bytes", "count"):
         raise ValueError("weight must be 'bytes' or 'count', not %r" % (weight,))
     value = (lambda n: n.nbytes) if weight == "bytes" else (lambda n: n.count)
     root = _build_tree(stacks)
+    if base_stacks is not None:
+        _attach_base(root, _build_tree(base_stacks))
     total = value(root)
     boxes = _layout(root, value, width) if total > 0 else []
 
@@ -289,7 +323,9 @@ def render_svg(stacks, weight="bytes", title="Allocation flame graph", subtitle=
                  '<rect x="%s" y="%d" width="%s" height="%d" rx="2" ry="2" fill="%s"/>'
                  '<text x="%s" y="%d">%s</text></g>'
                  % (_attr(repr(value(node))), end, escape(_info(node, weight, total)),
-                    _num(x), y, _num(w), FRAME_H - 1, _color(node.name),
+                    _num(x), y, _num(w), FRAME_H - 1,
+                    _diff_color(node, weight) if node.base is not None
+                    else _color(node.name),
                     _num(x + 3), y + 11, escape(_fit(node.name, w))))
     o.append('</g>\n</svg>\n')
     return "\n".join(o)

@@ -9,7 +9,8 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import ROOT, ProfileTest, allocsites, program  # noqa: E402
+from harness import (ROOT, ProfileTest, allocsites, program,  # noqa: E402
+                     truth_sites)
 
 
 
@@ -202,6 +203,35 @@ class ExactProfiles(ProfileTest):
             report = json.load(f)
         self.assertLossless(report)
         return report, None, rec, rep
+
+    def test_diff_of_two_runs_is_their_truths_difference(self):
+        small, small_truth, _, _ = self.profile(program("t_basic"), ["100"])
+        os.rename(os.path.join(self.tmp, "run.data"),
+                  os.path.join(self.tmp, "small.data"))
+        big, big_truth, _, _ = self.profile(program("t_basic"), ["300"])
+        self.assertMatchesTruth(small, small_truth)
+        self.assertMatchesTruth(big, big_truth)
+        out = os.path.join(self.tmp, "diff.json")
+        svg_out = os.path.join(self.tmp, "diff.svg")
+        d = allocsites(["diff", os.path.join(self.tmp, "small.data"),
+                        os.path.join(self.tmp, "report.json"), "--json", out,
+                        "--svg", svg_out])
+        self.assertEqual(d.returncode, 0, d.stderr)
+        with open(out) as f:
+            sites = json.load(f)["sites"]
+        before, after = truth_sites(small_truth), truth_sites(big_truth)
+        self.assertEqual(
+            {(s["file"], s["line"], s["function"]):
+             (s["count_after"] - s["count_before"],
+              s["bytes_after"] - s["bytes_before"]) for s in sites},
+            {k: (after.get(k, (0, 0))[0] - before.get(k, (0, 0))[0],
+                 after.get(k, (0, 0))[1] - before.get(k, (0, 0))[1])
+             for k in set(before) | set(after)})
+        self.assertEqual({s["match"] for s in sites}, {"same"})
+        self.assertIn("total: %d -> %d bytes" % (small["totals"]["bytes"],
+                                                 big["totals"]["bytes"]),
+                      d.stdout)
+        ET.parse(svg_out)
 
     def test_identical_binary_at_a_second_path(self):
         # Same build-id at two paths: perf's build-id cache (~/.debug)

@@ -23,7 +23,8 @@ def help_options():
     left out), and the perf-script entry's."""
     found = {"--help"}
     for p in (commandline.record_parser(), commandline.report_parser(),
-              commandline.profile_parser(), options.parser()):
+              commandline.profile_parser(), commandline.diff_parser(),
+              options.parser()):
         for action in p._actions:
             if action.help != argparse.SUPPRESS:
                 found.update(o for o in action.option_strings

@@ -1,0 +1,149 @@
+"""allocsites diff BASE NEW: what changed between two profiles.
+
+BASE and NEW are JSON reports (allocsites report --json) or recordings
+(reported here first). Sites are matched across a rebuild: by function,
+file and line first ("same"), then, among what is left, by function and
+file when that names exactly one site on each side ("moved": the line
+changed); the rest are "new" or "gone". In sampled profiles a change
+smaller than its combined standard error (sqrt(e_base^2 + e_new^2), each
+site's bytes_error) is marked "not significant". The output: the table of
+changes, largest first; the totals before and after; optionally the same
+as JSON and a differential flame graph (widths from NEW, grown red, shrunk
+blue, as in Brendan Gregg's differential flame graphs)."""
+
+import collections
+import json
+import math
+
+from .report import frame_label, human_bytes
+
+Change = collections.namedtuple(
+    "Change", "function file line base_line match count_before "
+              "count_after bytes_before bytes_after significant")
+
+
+def load(path, report_recording):
+    """A JSON report from path: itself if it is one, else the report of
+    the recording (report_recording(path) -> JSON text)."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if head.lstrip()[:1] == b"{":
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    return json.loads(report_recording(path))
+
+
+def match_sites(base, new):
+    """[Change] for every site of either report, matched as the module
+    says; sampled significance from bytes_error."""
+    left = list(base["sites"])
+    by_line = {}
+    for s in left:
+        by_line.setdefault((s["function"], s["file"], s["line"]), []).append(s)
+    out, pending = [], []
+    used = set()
+    for s in new["sites"]:
+        same = [b for b in by_line.get((s["function"], s["file"], s["line"]), ())
+                if id(b) not in used]
+        if same:
+            used.add(id(same[0]))
+            out.append(_change(same[0], s, "same"))
+        else:
+            pending.append(s)
+    for s in pending:
+        cands = [b for b in left if id(b) not in used and
+                 (b["function"], b["file"]) == (s["function"], s["file"])]
+        others = [n for n in pending
+                  if (n["function"], n["file"]) == (s["function"], s["file"])]
+        if len(cands) == 1 and len(others) == 1:
+            used.add(id(cands[0]))
+            out.append(_change(cands[0], s, "moved"))
+        else:
+            out.append(_change(None, s, "new"))
+    for b in left:
+        if id(b) not in used:
+            out.append(_change(b, None, "gone"))
+    out.sort(key=lambda c: (-abs(c.bytes_after - c.bytes_before),
+                            -abs(c.count_after - c.count_before),
+                            c.file, c.line, c.function))
+    return out
+
+
+def _change(b, n, how):
+    site = n or b
+    err = math.hypot((b or {}).get("bytes_error") or 0,
+                     (n or {}).get("bytes_error") or 0)
+    before = b["bytes"] if b else 0
+    after = n["bytes"] if n else 0
+    return Change(site["function"], site["file"], site["line"],
+                  b["line"] if b else None, how,
+                  b["count"] if b else 0, n["count"] if n else 0,
+                  before, after, abs(after - before) >= err if err else True)
+
+
+def signed(v, human=False):
+    text = human_bytes(abs(v)) if human else ("%.0f" % abs(v))
+    return ("+" if v > 0 else "-" if v < 0 else "") + text
+
+
+def render_table(base_name, new_name, base, new, changes, top=20):
+    rows = [c for c in changes if (c.bytes_after != c.bytes_before or
+                                   c.count_after != c.count_before)]
+    lines = ["diff: %s -> %s" % (base_name, new_name),
+             " #      bytes     count  before -> after (bytes)  site  match"]
+    for i, c in enumerate(rows[:top], 1):
+        where = "%s:%d" % (c.file, c.line) if c.line else c.file
+        how = c.match if c.match != "moved" else "moved from line %d" % \
+            c.base_line
+        lines.append("%2d %10s %9s  %.0f -> %.0f  %s %s  %s%s" % (
+            i, signed(c.bytes_after - c.bytes_before, True),
+            signed(c.count_after - c.count_before), c.bytes_before,
+            c.bytes_after, c.function, where, how,
+            "" if c.significant else "  (not significant)"))
+    tb, tn = base["totals"], new["totals"]
+    lines.append("total: %.0f -> %.0f bytes (%s, %s), %.0f -> %.0f "
+                 "allocations (%s); %d sites changed, %d unchanged"
+                 % (tb["bytes"], tn["bytes"],
+                    signed(tn["bytes"] - tb["bytes"], True),
+                    _percent(tb["bytes"], tn["bytes"]), tb["count"],
+                    tn["count"], signed(tn["count"] - tb["count"]),
+                    len(rows), len(changes) - len(rows)))
+    moved = ["%s %s:%d -> %d" % (c.function, c.file, c.base_line, c.line)
+             for c in changes if c.match == "moved"]
+    if moved:
+        lines.append("moved (matched by function and file): " +
+                     ", ".join(moved))
+    for name, rep in (("base", base), ("new", new)):
+        if rep.get("complete") is False:
+            lines.append("WARNING: the %s profile is incomplete: %s"
+                         % (name, rep.get("complete_reason")))
+    return "\n".join(lines) + "\n"
+
+
+def _percent(before, after):
+    if not before:
+        return "new"
+    return "%+.1f%%" % (100.0 * (after - before) / before)
+
+
+def diff_json(base_name, new_name, base, new, changes):
+    return {"version": 1, "base": base_name, "new": new_name,
+            "totals": {"before": base["totals"], "after": new["totals"]},
+            "sites": [dict(c._asdict()) for c in changes]}
+
+
+def svg_stacks(report):
+    """A JSON report's stacks as render_svg wants them (root first)."""
+    out = []
+    for s in report.get("stacks", ()):
+        frames = [frame_label(_Frame(f)) for f in reversed(s["frames"])]
+        out.append((frames, s["count"], s["bytes"]))
+    return out
+
+
+class _Frame:
+    """A JSON frame, as report.frame_label reads one."""
+
+    def __init__(self, d):
+        self.function, self.file = d["function"], d["file"]
+        self.line, self.inlined = d["line"], d["inlined"]

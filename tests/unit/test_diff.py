@@ -1,0 +1,127 @@
+"""allocsites diff: sites matched across a rebuild, new and gone sites,
+sampled significance, totals, the differential flame graph. No perf
+needed (JSON reports made here)."""
+import os, sys, unittest
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+
+import json
+import tempfile
+import xml.etree.ElementTree as ET
+
+from allocsites_lib import diff, svg
+
+
+def site(function, line, count, nbytes, file="/src/p.c", err=None):
+    s = {"function": function, "file": file, "line": line, "count": count,
+         "bytes": nbytes}
+    if err is not None:
+        s["bytes_error"] = err
+    return s
+
+
+def frame(function, line):
+    return {"function": function, "file": "/src/p.c", "line": line,
+            "dso": "/bin/p", "inlined": False}
+
+
+def report(sites, stacks=()):
+    return {"sites": sites, "stacks": list(stacks), "complete": True,
+            "totals": {"count": sum(s["count"] for s in sites),
+                       "bytes": sum(s["bytes"] for s in sites)}}
+
+
+BASE = report([site("lex", 32, 100, 4800), site("parse", 127, 10, 640),
+               site("old", 50, 5, 500)])
+# Rebuilt: parse's line moved to 130, old is gone, emit is new, lex grew.
+NEW = report([site("lex", 32, 150, 7200), site("parse", 130, 10, 640),
+              site("emit", 60, 1, 65536)])
+
+
+class MatchTest(unittest.TestCase):
+
+    def test_same_moved_new_gone(self):
+        changes = {c.function: c for c in diff.match_sites(BASE, NEW)}
+        self.assertEqual({f: c.match for f, c in changes.items()},
+                         {"lex": "same", "parse": "moved", "old": "gone",
+                          "emit": "new"})
+        self.assertEqual(changes["parse"].base_line, 127)
+        self.assertEqual(changes["parse"].line, 130)
+        lex = changes["lex"]
+        self.assertEqual((lex.count_before, lex.count_after, lex.bytes_before,
+                          lex.bytes_after), (100, 150, 4800, 7200))
+        gone = changes["old"]
+        self.assertEqual((gone.bytes_before, gone.bytes_after), (500, 0))
+
+    def test_largest_change_first(self):
+        self.assertEqual([c.function for c in diff.match_sites(BASE, NEW)],
+                         ["emit", "lex", "old", "parse"])
+
+    def test_ambiguous_move_is_new_and_gone(self):
+        # Two sites of one function, both moved: no guessing.
+        base = report([site("f", 10, 1, 10), site("f", 20, 1, 20)])
+        new = report([site("f", 11, 1, 10), site("f", 21, 1, 20)])
+        self.assertEqual(sorted(c.match for c in diff.match_sites(base, new)),
+                         ["gone", "gone", "new", "new"])
+
+    def test_sampled_change_within_its_error_is_not_significant(self):
+        base = report([site("a", 1, 10.0, 1000.0, err=300.0),
+                       site("b", 2, 10.0, 1000.0, err=300.0)])
+        new = report([site("a", 1, 11.0, 1400.0, err=300.0),
+                      site("b", 2, 30.0, 3000.0, err=400.0)])
+        sig = {c.function: c.significant for c in diff.match_sites(base, new)}
+        self.assertEqual(sig, {"a": False, "b": True})   # 400 < 424.3 < 2000
+
+
+class OutputTest(unittest.TestCase):
+
+    def test_table(self):
+        text = diff.render_table("b.json", "n.json", BASE, NEW,
+                                 diff.match_sites(BASE, NEW))
+        self.assertIn(" 1  +64.0 KiB        +1  0 -> 65536  emit /src/p.c:60"
+                      "  new", text)
+        self.assertIn("moved (matched by function and file): parse "
+                      "/src/p.c:127 -> 130", text)
+        self.assertIn("total: 5940 -> 73376 bytes (+65.9 KiB, +1135.3%), "
+                      "115 -> 161 allocations (+46); 3 sites changed, "
+                      "1 unchanged", text)
+
+    def test_load_json_or_recording(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            js = os.path.join(tmp, "r.json")
+            with open(js, "w") as f:
+                json.dump(BASE, f)
+            self.assertEqual(diff.load(js, None), BASE)
+            rec = os.path.join(tmp, "r.data")
+            with open(rec, "wb") as f:
+                f.write(b"PERFILE2")
+            self.assertEqual(diff.load(rec, lambda p: json.dumps(NEW)), NEW)
+
+    def test_differential_flame_graph(self):
+        main, lex, emit = frame("main", 1), frame("lex", 32), frame("emit", 60)
+        base = report([], [{"frames": [lex, main], "count": 100,
+                            "bytes": 4800}])
+        new = report([], [{"frames": [lex, main], "count": 150, "bytes": 7200},
+                          {"frames": [emit, main], "count": 1, "bytes": 65536}])
+        doc = svg.render_svg(diff.svg_stacks(new), base_stacks=diff.svg_stacks(
+            base))
+        ns = "{http://www.w3.org/2000/svg}"
+        boxes = {g.find(ns + "title").text.split("\n")[0]:
+                 (g.find(ns + "rect").get("fill"), g.find(ns + "title").text)
+                 for g in ET.fromstring(doc).iter(ns + "g")
+                 if g.get("class") == "f"}
+        fill, title = boxes["lex (p.c:32)"]
+        self.assertTrue(fill.startswith("rgb(255,"), fill)   # grew: red
+        self.assertIn("change: +2400 bytes (base 4800)", title)
+        fill, title = boxes["emit (p.c:60)"]
+        self.assertEqual(fill, "rgb(255,55,55)")              # all new
+        shrunk = svg.render_svg(diff.svg_stacks(base),
+                                base_stacks=diff.svg_stacks(new))
+        # lex: 4800 where there were 7200: blue, a third of the way deep
+        self.assertIn('lex (p.c:32)\nbytes: 4.7 KiB (4800 bytes)\ncount: 100\n'
+                      '100.00% of total bytes\nchange: -2400 bytes (base 7200)'
+                      '</title><rect x="10" y="36" width="1180" height="15" '
+                      'rx="2" ry="2" fill="rgb(189,189,255)"/>', shrunk)
+
+
+if __name__ == "__main__":
+    unittest.main()
