@@ -20,6 +20,8 @@ command -v addr2line >/dev/null 2>&1 || missing="$missing binutils"
 command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
 # gdb: the sampler's asm is unwound by a debugger (test_sampler_unwind.py).
 command -v gdb >/dev/null 2>&1 || missing="$missing gdb"
+# go: --pprof is tested against its real consumer, go tool pprof.
+command -v go >/dev/null 2>&1 || missing="$missing golang-go"
 # pgrep: the integration tests look for processes a run must not leave.
 command -v pgrep >/dev/null 2>&1 || missing="$missing procps"
 [ -x /usr/bin/python3 ] || missing="$missing python3"

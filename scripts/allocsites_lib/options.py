@@ -81,6 +81,9 @@ def add_report_options(p):
                      help="folded stacks, one 'a;b;site N' line per stack")
     out.add_argument("--svg", metavar="FILE", help="interactive flame graph")
     out.add_argument("--csv", metavar="FILE", help="one row per call site")
+    out.add_argument("--pprof", metavar="FILE",
+                     help="pprof profile (gzipped profile.proto, as Go "
+                          "writes heap profiles): go tool pprof FILE")
     out.add_argument("--weight", choices=("bytes", "count"), default="bytes",
                      help="what folded stacks and the flame graph measure "
                           "(default: bytes)")
@@ -114,6 +117,7 @@ def add_report_options(p):
 REPORT_FLAGS = (
     ("json", "--json", "value"), ("folded", "--folded", "value"),
     ("svg", "--svg", "value"), ("csv", "--csv", "value"),
+    ("pprof", "--pprof", "value"),
     ("weight", "--weight", "value"), ("tag", "--tag", "list"),
     ("min_size", "--min-size", "value"), ("depth", "--depth", "value"),
     ("top", "--top", "value"), ("skip", "--skip", "list"),
@@ -160,7 +164,7 @@ def check_outputs(opts):
             seen[real] = name
 
 
-OUTPUTS = ("json", "folded", "svg", "csv")
+OUTPUTS = ("json", "folded", "svg", "csv", "pprof")
 
 
 def check_not_input(opts, data):

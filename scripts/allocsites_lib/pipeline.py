@@ -9,7 +9,7 @@ import re
 import sys
 
 from . import (collapsed, completeness, csvout, elf, jsonout, perfrun,
-               sitestacks, svg, table)
+               pprofout, sitestacks, svg, table)
 from .elf import skip_patterns, tag_names
 from .fold import fold
 from .options import skip_regex
@@ -157,11 +157,16 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     check = completeness.verdict(tally.received, tally.fired, lost,
                                  lost_reason, read_errors, tally.malformed,
                                  interrupted)
+    pprof = None
+    if getattr(opts, "pprof", None):
+        pprof = pprofout.encode(
+            tally, symbolizer, names, mode,
+            sampling["sample_bytes"] if sampling else 0, tags)
     return Report(mode=mode, profile=result, events=dict(tally.events),
                   malformed=tally.malformed, lost=lost,
                   lost_reason=lost_reason, frees=tuple(tally.frees),
                   filters=filters, warnings=warnings, sampling=sampling,
-                  duplicates=tally.duplicates, verdict=check)
+                  duplicates=tally.duplicates, verdict=check, pprof=pprof)
 
 
 def finish_report(tally, opts, symbolizer, lost, lost_reason, data=None,
@@ -201,6 +206,10 @@ def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
                                                     opts.stacks))
     if opts.csv:
         save("csv", opts.csv, csvout.render_csv(report, opts.top))
+    if report.pprof is not None:
+        with open(opts.pprof, "wb") as f:
+            f.write(report.pprof)
+        written.append(("pprof", opts.pprof))
     if opts.folded:
         save("folded", opts.folded, collapsed.render_folded(report, opts.weight))
     if opts.svg:

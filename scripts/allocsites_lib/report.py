@@ -22,7 +22,8 @@ Report = collections.namedtuple("Report", [
     "sampling",    # None (exact), or {"samples": n, "sample_bytes": R}
     "duplicates",  # sample records perf wrote twice, dropped
     "verdict",     # completeness.Verdict, or None: derived from lost
-], defaults=(None, 0, None))
+    "pprof",       # --pprof: the encoded profile (bytes), else None
+], defaults=(None, 0, None, None))
 
 
 def lost_words(lost, reason):

@@ -1,0 +1,124 @@
+"""--pprof FILE: the profile as pprof reads it (a gzip-compressed
+profile.proto, github.com/google/pprof/proto/profile.proto), written the
+way Go writes a heap profile: sample types alloc_objects/count and
+alloc_space/bytes, values already unbiased in sampled mode (period =
+R), one Location per (binary, address) with its inlined functions as
+Line entries (innermost first), a Mapping per binary with its build-id
+and has_functions/has_filenames/has_line_numbers/has_inline_frames set,
+so pprof does not symbolize again, and the tag as the string label "tag".
+
+The allocator's own frame (the one holding the probe) is left out of
+each stack, as Go leaves out runtime.mallocgc; --skip is not applied (in
+pprof, -hide or -focus do that). Encoded by hand: the message has seven
+kinds of fields, and perf's embedded Python has no protobuf module."""
+
+import gzip
+
+from . import elf as elfmod
+
+# profile.proto field numbers
+P_SAMPLE_TYPE, P_SAMPLE, P_MAPPING, P_LOCATION, P_FUNCTION = 1, 2, 3, 4, 5
+P_STRINGS, P_PERIOD_TYPE, P_PERIOD, P_DEFAULT_TYPE = 6, 11, 12, 14
+
+
+def _varint(n):
+    out = bytearray()
+    n &= (1 << 64) - 1
+    while True:
+        b = n & 0x7f
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _int(field, n):
+    return _varint(field << 3) + _varint(n) if n else b""
+
+
+def _bytes(field, data):
+    return _varint(field << 3 | 2) + _varint(len(data)) + data
+
+
+def _packed(field, values):
+    return _bytes(field, b"".join(_varint(v) for v in values)) if values \
+        else b""
+
+
+class _Strings:
+    def __init__(self):
+        self.table, self.index = [""], {"": 0}
+
+    def __call__(self, s):
+        i = self.index.get(s)
+        if i is None:
+            i = self.index[s] = len(self.table)
+            self.table.append(s)
+        return i
+
+
+def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None):
+    """The gzip-compressed profile of tally (fold.Tally, resolved by
+    symbolizer); names: {tag: name}; tags: the --tag filter or None."""
+    strings = _Strings()
+    mappings, locations, functions = {}, {}, {}
+    out = [_bytes(P_SAMPLE_TYPE, _int(1, strings("alloc_objects")) +
+                  _int(2, strings("count"))),
+           _bytes(P_SAMPLE_TYPE, _int(1, strings("alloc_space")) +
+                  _int(2, strings("bytes")))]
+    body = []
+
+    def mapping_id(dso):
+        if dso not in mappings:
+            mappings[dso] = len(mappings) + 1
+        return mappings[dso]
+
+    def function_id(frame):
+        key = (frame.function, frame.file)
+        if key not in functions:
+            functions[key] = len(functions) + 1
+        return functions[key]
+
+    def location_id(raw):
+        key = (raw.dso, raw.addr if raw.addr is not None else raw.ip)
+        loc = locations.get(key)
+        if loc is None:
+            lines = b"".join(
+                _bytes(4, _int(1, function_id(f)) + _int(2, f.line))
+                for f in symbolizer.frames(raw))
+            loc = locations[key] = (len(locations) + 1, _bytes(
+                P_LOCATION, _int(1, len(locations) + 1) +
+                _int(2, mapping_id(raw.dso)) + _int(3, key[1] or 0) + lines))
+        return loc[0]
+
+    label_key = strings("tag")
+    for (frames, tag), entry in tally.entries(mode).items():
+        name = names.get(tag, str(tag))
+        if tags is not None and name not in tags and str(tag) not in tags:
+            continue
+        ids = [location_id(raw) for raw in frames[1:]]
+        label = _bytes(3, _int(1, label_key) + _int(2, strings(name)))
+        body.append(_bytes(P_SAMPLE, _packed(1, ids) + _packed(
+            2, [int(round(entry.count)), int(round(entry.bytes))]) + label))
+    out += body
+    for dso, mid in mappings.items():
+        image = symbolizer.elf(dso)
+        build_id = elfmod.build_id(image) if image is not None else None
+        out.append(_bytes(P_MAPPING, _int(1, mid) + _int(3, (1 << 64) - 1) +
+                          _int(5, strings(dso)) +
+                          _int(6, strings(build_id or "")) +
+                          _int(7, 1) + _int(8, 1) + _int(9, 1) + _int(10, 1)))
+    out += [loc for _, loc in sorted(locations.values())]
+    for (name, path), fid in functions.items():
+        out.append(_bytes(P_FUNCTION, _int(1, fid) + _int(2, strings(name)) +
+                          _int(3, strings(name)) + _int(4, strings(path))))
+    out.append(_bytes(P_PERIOD_TYPE, _int(1, strings("space")) +
+                      _int(2, strings("bytes"))))
+    out.append(_int(P_PERIOD, sample_bytes if mode == "sampled" else 1))
+    out.append(_int(P_DEFAULT_TYPE, strings("alloc_space")))
+    # The string table last: every string above is in it by now.
+    out.append(b"".join(_bytes(P_STRINGS, s.encode("utf-8"))
+                        for s in strings.table))
+    return gzip.compress(b"".join(out), mtime=0)

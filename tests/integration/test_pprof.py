@@ -1,0 +1,72 @@
+"""--pprof against the real consumer: go tool pprof must show the same
+sites, counts, bytes and stacks as allocsites' own report of the same
+recording."""
+
+import collections
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import ProfileTest, program  # noqa: E402
+
+
+def pprof(args, path):
+    proc = subprocess.run(["go", "tool", "pprof"] + args + [path],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=300)
+    if proc.returncode != 0:
+        raise AssertionError("go tool pprof failed: " + proc.stderr)
+    return proc.stdout
+
+
+def flat(text, unit=""):
+    """{function: flat value} from pprof -top (functions with some)."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^\s*(\d+)%s\s+[\d.]+%%\s+[\d.]+%%\s+\d+%s\s+[\d.]+%%"
+                     r"\s+(.+?)(?: \(inline\))?$" % (unit, unit), line)
+        if m and int(m.group(1)):
+            out[m.group(2)] = int(m.group(1))
+    return out
+
+
+def traces(text):
+    """The set of stacks (function names, site first) pprof -traces shows."""
+    out = set()
+    for block in text.split("-----------+")[1:]:
+        names = [re.sub(r" \(inline\)$", "", l[11:].strip())
+                 for l in block.splitlines()[1:]
+                 if l[11:].strip() and not l.strip().startswith("tag:")]
+        if names:
+            out.add(tuple(names))
+    return out
+
+
+class Pprof(ProfileTest):
+
+    def test_go_tool_pprof_reads_what_the_report_says(self):
+        path = os.path.join(self.tmp, "p.pb.gz")
+        report, truth, _, _ = self.profile(program("t_basic"), ["300"],
+                                           ["--pprof", path])
+        self.assertMatchesTruth(report, truth)
+        count = collections.Counter()
+        nbytes = collections.Counter()
+        for s in report["sites"]:
+            count[s["function"]] += s["count"]
+            nbytes[s["function"]] += s["bytes"]
+        many = ["-top", "-nodecount=100000", "-nodefraction=0"]
+        self.assertEqual(flat(pprof(many + ["-sample_index=alloc_objects"],
+                                    path)), dict(count))
+        self.assertEqual(flat(pprof(many + ["-sample_index=alloc_space",
+                                            "-unit=B"], path), "B"),
+                         dict(nbytes))
+        want = {tuple(f["function"] for f in s["frames"])
+                for s in report["stacks"]}
+        self.assertEqual(traces(pprof(["-traces"], path)), want)
+
+
+if __name__ == "__main__":
+    unittest.main()
