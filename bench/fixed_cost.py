@@ -28,6 +28,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -73,6 +74,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=10)
     args = ap.parse_args()
+    # SIGTERM unwinds through the finally that deletes the probe event.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if not os.path.exists(PROGRAM):
         raise SystemExit("fixed_cost: %s is not built: run make" % PROGRAM)
     tmp = tempfile.mkdtemp(prefix="fixed-cost-")
