@@ -151,6 +151,7 @@ def record(opts, argv, out=sys.stderr):
         raise RecordError(full)
     out.write(moved)
     summarize(perf, output, out)
+    recorder.write_buildids(output, [path for path, _ in binaries])
     warn_unprobed(output, [path for path, _ in binaries], out)
     return exit_status(status, argv[0], out)
 
@@ -299,7 +300,8 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     rep = pipeline.finish_report(
         result.tally, opts, Symbolizer(), lost, reason, os.path.abspath(data),
         result.handler_errors, result.perf_inlines, read_errors,
-        build_ids=scan.build_ids if scan is not None else None)
+        build_ids=dict(scan.build_ids if scan is not None else {},
+                       **recorder.read_buildids(data)))
     pipeline.write_outputs(rep, opts, out=stdout, err=err)
     return INCOMPLETE if rep.verdict.complete is False else 0
 

@@ -4,7 +4,7 @@ Stdlib only (this runs inside perf's embedded Python). Reads:
   - the section table, to fetch .rt_tags (tag names) and .note.stapsdt
     (the USDT probes a binary carries);
   - the GNU build-id, to compare with the build-ids the recording's MMAP2
-    records carry (perf record --buildid-mmap): a binary rebuilt since;
+    records carry or allocsites record kept: a binary rebuilt since;
   - the ELF type and PT_LOAD segments, to turn perf's symbol addresses
     into the link-time addresses addr2line expects (see to_link_address).
 

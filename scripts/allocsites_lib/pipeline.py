@@ -245,7 +245,8 @@ def data_path(perf_argv):
 def stale_binaries(dsos, data, build_ids=None):
     """DSOs that are no longer what was recorded: their addresses no
     longer match the file, so their lines would be wrong. By build-id
-    where the recording has one for the DSO (perf record --buildid-mmap);
+    where the recording has one for the DSO (FILE.buildids, written by
+    allocsites record, or MMAP2 records of perf record --buildid-mmap);
     else by modification time (later than the recording's), which misses
     a rebuilt binary copied with its old time (cp -p, rsync -a)."""
     build_ids = build_ids or {}

@@ -7,6 +7,7 @@ records nothing, without an error), and removed again in all cases.
 """
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -36,17 +37,19 @@ PERF_MAGIC = b"PERFILE2"
 #    (the program's threads compete with it): 256 MiB in all, 16 to 128
 #    MiB per CPU. 256 MiB per CPU cost about a second of page faults
 #    before the program starts.
-#  - --buildid-mmap: the kernel puts each mapped file's build-id in its
-#    MMAP2 record (perf skips its own build-id pass with -z), so the
-#    report can tell a binary rebuilt since the recording by its build-id,
-#    not by a modification time that cp -p or rsync -a carry over.
+#  - No --buildid-mmap: with it a Lua interpreter's recordings lost
+#    events in 4 of 15 runs, without it in 0 of 15 (docs/design.md). The
+#    probed binaries' build-ids go to FILE.buildids instead (perf skips
+#    its own build-id pass with -z), so the report can tell a binary
+#    rebuilt since the recording even when cp -p or rsync -a kept its old
+#    modification time.
 #  - Frees carry no call graph: the report does not attribute them, and
 #    their stack copies would double the data. rt:exit (one event per
 #    process and ELF file) has none either.
 DEFAULT_STACK_SIZE = 8192
 RING_BUDGET = 256 << 20
 RING_MIN, RING_MAX = 16 << 20, 128 << 20
-RECORD_FLAGS = ("-z", "--no-bpf-event", "--buildid-mmap")
+RECORD_FLAGS = ("-z", "--no-bpf-event")
 
 
 def mmap_pages(cpus=None, page=4096):
@@ -470,6 +473,37 @@ def disk_full(path, room=1 << 20):
     return ("disk full: perf stopped writing %s at %d bytes and stopped the "
             "program; nothing readable was recorded, the file is removed"
             % (path, size))
+
+
+def buildids_path(data):
+    """The file beside a recording with its probed binaries' build-ids."""
+    return data + ".buildids"
+
+
+def write_buildids(data, binaries):
+    """{path: build-id} of the probed binaries, beside the recording (a
+    JSON object); best effort."""
+    ids = {}
+    for path in binaries:
+        image = elf.open_elf(path)
+        bid = elf.build_id(image) if image is not None else None
+        if bid:
+            ids[path] = bid
+    try:
+        with open(buildids_path(data), "w") as f:
+            json.dump(ids, f, indent=1, sort_keys=True)
+    except OSError:
+        pass
+
+
+def read_buildids(data):
+    """{path: {build-id}} from the file beside a recording, or {}."""
+    try:
+        with open(buildids_path(data)) as f:
+            ids = json.load(f)
+        return {str(p): {str(b)} for p, b in ids.items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
 
 
 def check_output(path):

@@ -106,7 +106,7 @@ class ExactProfiles(ProfileTest):
     def test_rebuilt_binary_with_an_old_time_is_named(self):
         # Rebuilt after the recording, then given an old modification time
         # (cp -p, rsync -a): the report must still say its lines are
-        # wrong, by build-id (perf record --buildid-mmap).
+        # wrong, by build-id (run.data.buildids, kept by the recorder).
         src = os.path.join(ROOT, "tests", "programs", "t_basic.c")
         prog = os.path.join(self.tmp, "t_again")
 

@@ -18,7 +18,6 @@ class RecordCommandTest(unittest.TestCase):
         pages = str(recorder.mmap_pages())
         self.assertEqual(cmd, [
             "perf", "record", "-o", "out.data", "-m", pages, "-z", "--no-bpf-event",
-            "--buildid-mmap",
             "--call-graph", "dwarf,8192", "-e", "sdt_rt:alloc",
             "-e", "sdt_rt:exit/call-graph=no/", "--", "./prog", "a b"])
 
@@ -256,6 +255,25 @@ class CheckOutputTest(unittest.TestCase):
                 recorder.check_output(out)
             with self.assertRaisesRegex(RecordError, "is a directory"):
                 recorder.check_output(tmp)
+
+
+class BuildIdsTest(unittest.TestCase):
+    """The probed binaries' build-ids beside the recording, read back."""
+
+    def test_round_trip(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            data = os.path.join(tmp, "run.data")
+            sh = os.path.realpath("/bin/sh")
+            recorder.write_buildids(data, [sh, os.path.join(tmp, "gone")])
+            ids = recorder.read_buildids(data)
+            self.assertEqual(list(ids), [sh])
+            [bid] = ids[sh]
+            self.assertRegex(bid, "^[0-9a-f]{40}$")
+            self.assertEqual(recorder.read_buildids(os.path.join(tmp, "x")),
+                             {})
+            with open(recorder.buildids_path(data), "w") as f:
+                f.write("[1, 2]")
+            self.assertEqual(recorder.read_buildids(data), {})
 
 
 class EventLockTest(unittest.TestCase):
