@@ -38,7 +38,8 @@ PERF_MAGIC = b"PERFILE2"
 #    MiB per CPU. 256 MiB per CPU cost about a second of page faults
 #    before the program starts.
 #  - No --buildid-mmap: with it a Lua interpreter's recordings lost
-#    events in 4 of 15 runs, without it in 0 of 15 (docs/design.md). The
+#    events in 4 of 15 runs, without it in 0 of 15 (perhaps chance:
+#    docs/design.md). The
 #    probed binaries' build-ids go to FILE.buildids instead (perf skips
 #    its own build-id pass with -z), so the report can tell a binary
 #    rebuilt since the recording even when cp -p or rsync -a kept its old
