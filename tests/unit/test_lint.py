@@ -11,9 +11,14 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def tracked(*suffixes):
-    out = subprocess.run(["git", "ls-files"], cwd=ROOT, stdout=subprocess.PIPE,
-                         universal_newlines=True, check=False).stdout.split()
-    if not out:   # not a git checkout: walk the tree
+    try:
+        out = subprocess.run(["git", "ls-files"], cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             universal_newlines=True,
+                             check=False).stdout.split()
+    except OSError:   # no git at all (a minimal Debian)
+        out = []
+    if not out:   # not a git checkout, or no git: walk the tree
         out = [os.path.relpath(os.path.join(d, f), ROOT)
                for d, _, files in os.walk(ROOT) if "/build" not in d
                for f in files]
