@@ -71,21 +71,28 @@ def record(opts, argv, out=sys.stderr):
     once the probe events are removed."""
     output, stack_size = opts.output, opts.stack_size
     alloc_probe = "sample" if opts.sample else "alloc"
-    if not argv:
+    pid = getattr(opts, "pid", None)
+    if not argv and pid is None:
         raise Usage("no program given after --")
     perf = recorder.find_perf()
     recorder.check_privileges()
-    prog = recorder.resolve_program(argv[0])
     extra = [recorder.resolve_library(lib) for lib in opts.libs]
-    binaries = recorder.probed_binaries(prog, extra)
+    if pid is not None:   # attach: the process's executable and its maps
+        prog, libs = recorder.process_binaries(pid)
+        name = "process %d (%s)" % (pid, prog)
+        binaries = recorder.probed_binaries(prog, extra, libs=libs)
+    else:
+        prog = recorder.resolve_program(argv[0])
+        name = argv[0]
+        binaries = recorder.probed_binaries(prog, extra)
     if not binaries:
         raise RecordError("no rt probes in %s or the libraries it links: build "
                           "the allocator with include/rt_probes.h (and without "
                           "-DRT_PROBES_DISABLE), or name a dlopen'ed library "
-                          "with --lib" % argv[0])
+                          "with --lib" % name)
     if not any(alloc_probe in names for _, names in binaries):
         raise RecordError("%s has rt probes but no rt:%s: rebuild it with the "
-                          "current include/rt_probes.h" % (argv[0], alloc_probe))
+                          "current include/rt_probes.h" % (name, alloc_probe))
     parent = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(parent):
         raise RecordError("-o %s: directory %s does not exist" % (output, parent))
@@ -121,14 +128,17 @@ def record(opts, argv, out=sys.stderr):
                     env["RT_SAMPLE_BYTES"] = str(opts.sample)
                 with recorder.Boost() as boost:
                     cmd = recorder.record_command(perf, output, allocs, plain,
-                                                  stack_size, argv, boost.step)
+                                                  stack_size, argv, boost.step,
+                                                  pid=pid)
                     try:
                         child = subprocess.Popen(cmd, env=env)
                     except OSError as e:
                         raise RecordError("cannot run perf: %s" % e)
                 interrupts.child = child
                 events.state.note(perf=child.pid)
-                status = child.wait()
+                status = wait_perf(child, getattr(opts, "duration", None))
+                if status == "duration":   # stopped by us, as planned
+                    status = 0
         finally:
             failed = remove_events(events, tracefs)
             if events.state is not None and not failed:
@@ -151,9 +161,30 @@ def record(opts, argv, out=sys.stderr):
         raise RecordError(full)
     out.write(moved)
     summarize(perf, output, out)
+    if pid is not None:
+        out.write("allocsites: attached to %s: its allocations before the "
+                  "attach are not in the recording%s\n"
+                  % (name, "" if runstate.alive(pid) else
+                     "; it exited while attached"))
     recorder.write_buildids(output, [path for path, _ in binaries])
     warn_unprobed(output, [path for path, _ in binaries], out)
+    if pid is not None:   # the process's status is not ours to give
+        return 0 if status in (0, -signal.SIGINT) else exit_status(
+            status, name, out)
     return exit_status(status, argv[0], out)
+
+
+def wait_perf(child, duration):
+    """perf's exit status, or "duration" when it ran for duration seconds
+    (attach) and was then stopped with SIGINT, as Ctrl-C stops it."""
+    if duration is None:
+        return child.wait()
+    try:
+        return child.wait(timeout=duration)
+    except subprocess.TimeoutExpired:
+        child.send_signal(signal.SIGINT)
+        child.wait()
+        return "duration"
 
 
 def warn_unprobed(output, probed, out):
@@ -301,7 +332,8 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         result.tally, opts, Symbolizer(), lost, reason, os.path.abspath(data),
         result.handler_errors, result.perf_inlines, read_errors,
         build_ids=dict(scan.build_ids if scan is not None else {},
-                       **recorder.read_buildids(data)))
+                       **recorder.read_buildids(data)),
+        attached=scan is not None and perfdata.attached(scan.cmdline))
     pipeline.write_outputs(rep, opts, out=stdout, err=err)
     return INCOMPLETE if rep.verdict.complete is False else 0
 

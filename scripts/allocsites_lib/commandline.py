@@ -61,6 +61,9 @@ examples:
         sampled: about one allocation per 512 KiB allocated
   allocsites record --lib ./plugins/libparse.so -- ./host
         also probe a library the program loads with dlopen
+  allocsites record -p 4242 --duration 30 -o server.data
+        attach to a running process for 30 s (or until Ctrl-C); it keeps
+        running, and its probes cost nothing again afterwards
 """
 
 REPORT_EXAMPLES = """\
@@ -177,6 +180,14 @@ def add_record_options(p):
                    metavar="SO",
                    help="also probe this shared library (one PROG loads "
                         "with dlopen, so ldd cannot name it); repeatable")
+    g.add_argument("-p", "--pid", type=positive_jobs, default=None,
+                   metavar="PID",
+                   help="attach to this running process (its executable "
+                        "and the libraries it has mapped) instead of "
+                        "starting PROG; until Ctrl-C or --duration")
+    g.add_argument("--duration", type=positive_jobs, default=None,
+                   metavar="SECONDS",
+                   help="with -p: stop after this many seconds")
     g.add_argument("--frees", action="store_true",
                    help="also record rt:free events (counted in the "
                         "report's totals; each costs a trap, so off by "
@@ -243,7 +254,8 @@ def split_program(argv):
     return argv[:i], argv[i + 1:]
 
 
-RECORD_DESTS = ("output", "sample", "stack_size", "libs", "frees")
+RECORD_DESTS = ("output", "sample", "stack_size", "libs", "frees", "pid",
+                "duration")
 
 
 def parse(argv):
@@ -263,6 +275,10 @@ def parse(argv):
     if form == "profile" and program is not None and \
             program[:1] in (["-h"], ["--help"]) and not ours:
         ours, program = ["--help"], None    # allocsites -- --help
+    if form == "record" and program is None and \
+            ({"-p", "--pid"} & set(ours) or
+             any(a.startswith("--pid=") for a in ours)):
+        program = []    # attach: no program
     if form == "profile" and program is None and \
             not {"-h", "--help"} & set(ours):
         raise UsageError("unknown command %s: put the program after -- "
@@ -274,8 +290,13 @@ def parse(argv):
     if form != "report":
         if program is None:
             raise UsageError("record: put the program after --")
-        if not program:
+        if not program and opts.pid is None:
             raise UsageError("no program given after --")
+        if program and opts.pid is not None:
+            raise UsageError("record: -p attaches to a running process; "
+                             "give it no program")
+        if opts.duration is not None and opts.pid is None:
+            raise UsageError("record: --duration needs -p")
         record = argparse.Namespace(**{d: getattr(opts, d)
                                        for d in RECORD_DESTS})
     report_args = options.report_argv(opts) if form != "record" else []

@@ -56,7 +56,7 @@ def count_check(received, fired):
 
 
 def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
-            malformed=0, interrupted=False):
+            malformed=0, interrupted=False, attached=False):
     """The Verdict for one recording (see the module doc)."""
     fired_tot, recv_tot, missing, extra, unchecked, unchecked_pids = \
         count_check(received, fired)
@@ -71,6 +71,14 @@ def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
     if read_errors:
         return made(False, "perf could not read the whole recording: %s"
                     % read_errors[0])
+    if missing and attached and not lost:
+        # perf record -p raises the semaphores when it opens its events
+        # and enables them after: what the program fires in between is
+        # counted but not recorded, and cannot be told from loss.
+        return made(None, "attached to a running process: %d events the "
+                    "program fired were not recorded, around the attach "
+                    "(perf enables its events after the probes are raised)"
+                    % missing)
     if missing:
         return made(False, "%d events missing: the program fired %d, the "
                     "recording has %d" % (missing, sum(fired_tot.values()),

@@ -65,6 +65,7 @@ ATTR_FLAG_SAMPLE_ID_ALL = 1 << 18
 X86_REG_SP = 7          # perf_regs.h: PERF_REG_X86_SP
 STACK_EVERY = 16        # one sample in this many gives its stack depth
 
+FEAT_CMDLINE = 11
 FEAT_EVENT_DESC = 12
 FEAT_COMPRESSED = 27
 COMP_ZSTD = 1
@@ -130,6 +131,7 @@ class Scan:
         # path -> set of build-ids (hex) the kernel gave its MMAP2 records
         # (perf record --buildid-mmap): what the recorded code was.
         self.build_ids = {}
+        self.cmdline = []       # perf's own command line (feature CMDLINE)
         # Files mapped executable by the recorded processes (MMAP2 with
         # PROT_EXEC): every program and library that ran code.
         self.code = set()
@@ -203,6 +205,30 @@ def feature_sections(mm, size, data_end, bits):
             sections[feat] = struct.unpack_from("<QQ", mm, pos)
             pos += 16
     return sections
+
+
+def read_cmdline(mm, section):
+    """perf's own command line (CMDLINE: u32 nr, then nr strings, each
+    u32 length and that many bytes, NUL-padded)."""
+    off, size = section
+    end = off + size
+    nr = struct.unpack_from("<I", mm, off)[0]
+    pos, out = off + 4, []
+    for _ in range(nr):
+        if pos + 4 > end:
+            break
+        n = struct.unpack_from("<I", mm, pos)[0]
+        pos += 4
+        out.append(bytes(mm[pos:pos + n]).split(b"\0", 1)[0].decode(
+            "utf-8", "replace"))
+        pos += n
+    return out
+
+
+def attached(cmdline):
+    """Whether perf record attached to running processes (-p/--pid)."""
+    return any(a in ("-p", "--pid") or a.startswith("--pid=")
+               for a in cmdline)
 
 
 def read_event_names(mm, section, attrs):
@@ -501,6 +527,8 @@ def _scan(mm, size):
         raise PerfDataError("no event names (feature EVENT_DESC)")
     read_event_names(mm, sections[FEAT_EVENT_DESC], attrs)
     result = Scan()
+    if FEAT_CMDLINE in sections:
+        result.cmdline = read_cmdline(mm, sections[FEAT_CMDLINE])
     result.data_size = data_size
     records = _Records(attrs, result)
     result.all_tracepoints = records.all_tracepoints

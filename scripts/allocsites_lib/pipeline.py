@@ -81,7 +81,8 @@ def wrapper_suspects(profile, min_callers=WRAPPER_CALLERS,
 
 
 def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
-                 read_errors=(), interrupted=False, build_ids=None):
+                 read_errors=(), interrupted=False, build_ids=None,
+                 attached=False):
     """data: the perf.data path, to notice binaries rebuilt since;
     build_ids: {path: set of hex build-ids} the recording's MMAP2 records
     name (perfdata.Scan.build_ids), the better way to notice them;
@@ -156,7 +157,11 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                "depth": opts.depth, "top": opts.top, "skip": opts.skip}
     check = completeness.verdict(tally.received, tally.fired, lost,
                                  lost_reason, read_errors, tally.malformed,
-                                 interrupted)
+                                 interrupted, attached)
+    if attached:
+        warnings.append("recorded by attaching to a running process: its "
+                        "allocations before the attach, and the frees of "
+                        "those, are not in this profile")
     pprof = None
     if getattr(opts, "pprof", None):
         pprof = pprofout.encode(
@@ -171,14 +176,14 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
 
 def finish_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                   handler_errors=0, perf_inlines=False, read_errors=(),
-                  interrupted=False, build_ids=None):
+                  interrupted=False, build_ids=None, attached=False):
     """build_report plus what only the perf script run knows: handler
     exceptions, inline expansion, no events at all. Used by
     allocsites.py's trace_end and by `allocsites report` after merging
     its workers' tallies."""
     report = build_report(tally, opts, symbolizer, lost, lost_reason, data,
                           read_errors=read_errors, interrupted=interrupted,
-                          build_ids=build_ids)
+                          build_ids=build_ids, attached=attached)
     if handler_errors:
         report.warnings.append("%d events raised in the handler and were "
                                "skipped" % handler_errors)

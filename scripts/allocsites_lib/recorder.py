@@ -274,11 +274,13 @@ def rt_probe_names(path):
             if provider == "rt"}
 
 
-def probed_binaries(prog_path, extra_libs=()):
+def probed_binaries(prog_path, extra_libs=(), libs=None):
     """[(path, {probe names})] for the program and its libraries that
-    carry rt probes."""
+    carry rt probes (libs: the libraries, when not ldd's)."""
     found = []
-    for path in [prog_path] + shared_libraries(prog_path) + list(extra_libs):
+    if libs is None:
+        libs = shared_libraries(prog_path)
+    for path in [prog_path] + list(libs) + list(extra_libs):
         names = rt_probe_names(path) & set(PROBE_EVENTS)
         if names and path not in [p for p, _ in found]:
             found.append((path, names))
@@ -398,19 +400,42 @@ class ProbeEvents:
 
 
 def record_command(perf, output, alloc_events, plain_events, stack_size,
-                   argv, boost=0):
+                   argv, boost=0, pid=None):
     """plain_events: recorded without a call graph (frees, rt:exit).
     boost: perf runs that much nicer than the caller (see Boost); the
-    program is then started through nice(1) to give it back."""
+    program is then started through nice(1) to give it back. pid: attach
+    to this running process instead of starting argv."""
     cmd = [perf, "record", "-o", output, "-m", str(mmap_pages())] + \
         list(RECORD_FLAGS) + ["--call-graph", "dwarf,%d" % stack_size]
     for name in alloc_events:
         cmd += ["-e", name]
     for name in plain_events:
         cmd += ["-e", "%s/call-graph=no/" % name]
+    if pid is not None:
+        return cmd + ["-p", str(pid)]
     if boost:
         argv = ["nice", "-n", str(boost), "--"] + list(argv)
     return cmd + ["--"] + list(argv)
+
+
+def process_binaries(pid):
+    """(executable, [mapped files with code]) of a running process, from
+    /proc/PID/exe and /proc/PID/maps; a RecordError if there is none."""
+    try:
+        exe = os.path.realpath("/proc/%d/exe" % pid)
+        with open("/proc/%d/maps" % pid) as f:
+            maps = f.read().splitlines()
+    except OSError as e:
+        raise RecordError("-p %d: no such process or not readable (%s)"
+                          % (pid, e.strerror))
+    libs = []
+    for line in maps:
+        parts = line.split(None, 5)
+        if len(parts) == 6 and "x" in parts[1] and parts[5].startswith("/"):
+            path = os.path.realpath(parts[5].strip())
+            if path != exe and path not in libs and os.path.isfile(path):
+                libs.append(path)
+    return exe, libs
 
 
 class Boost:

@@ -18,7 +18,7 @@ import shutil
 STATE_DIR = "/run/allocsites"
 
 
-def _alive(pid):
+def alive(pid):
     """Whether pid is a running process. A zombie is not: a killed run's
     perf, orphaned, may stay a zombie for good where init does not reap
     (a container's or a VM's minimal init), and it records nothing."""
@@ -86,9 +86,9 @@ def sweep(remove_events, existing_events, state_dir=STATE_DIR):
             dirs = [d for d in state["dirs"] if isinstance(d, str)]
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if _alive(pid):
+        if alive(pid):
             continue
-        if _alive(perf):
+        if alive(perf):
             messages.append("probe events %s of a killed run (pid %s) are "
                             "still recorded by perf (pid %d); left alone"
                             % (" ".join(events), pid, perf))

@@ -22,7 +22,7 @@ class RecordOptionsTest(unittest.TestCase):
         self.assertEqual(inv.form, "record")
         self.assertEqual(vars(inv.record), {
             "output": "perf.data", "stack_size": 8192, "libs": [],
-            "frees": False, "sample": 0})
+            "frees": False, "sample": 0, "pid": None, "duration": None})
         self.assertEqual(inv.program, ["./prog", "-x"])
 
     def test_values(self):
@@ -31,7 +31,7 @@ class RecordOptionsTest(unittest.TestCase):
                      "--", "p"])
         self.assertEqual(vars(inv.record), {
             "output": "r.data", "stack_size": 16384, "libs": ["a.so", "b.so"],
-            "frees": True, "sample": 524288})
+            "frees": True, "sample": 524288, "pid": None, "duration": None})
 
     def test_sample_the_header_cannot_represent(self):
         for text in ("99999999999999999999", "18446744073709551617",
@@ -57,13 +57,22 @@ class RecordOptionsTest(unittest.TestCase):
                  "unrecognized arguments: --json"),
                 (["frobnicate"], "unknown command frobnicate"),
                 ([], "no command"),
-                (["--out", "x", "--", "p"], "unrecognized arguments: --out")):
+                (["--out", "x", "--", "p"], "unrecognized arguments: --out"),
+                (["record", "-p", "12", "--", "p"], "give it no program"),
+                (["record", "--duration", "5", "--", "p"], "--duration needs -p"),
+                (["record", "-p", "x"], "not a number")):
             with self.subTest(argv=argv):
                 with self.assertRaisesRegex(UsageError, message):
                     parse(argv)
 
 
 class FormsTest(unittest.TestCase):
+
+    def test_attach(self):
+        inv = parse(["record", "-p", "4242", "--duration", "30", "-o", "s.data"])
+        self.assertEqual((inv.record.pid, inv.record.duration, inv.program),
+                         (4242, 30, []))
+        self.assertEqual(parse(["record", "--pid=7"]).record.pid, 7)
 
     def test_report(self):
         inv = parse(["report", "-i", "run.data", "-j", "2", "--top", "5",

@@ -22,11 +22,11 @@ class AliveTest(unittest.TestCase):
         import time
         while open("/proc/%d/stat" % proc.pid).read().split(")")[-1][1] != "Z":
             time.sleep(0.01)
-        self.assertFalse(runstate._alive(proc.pid))   # not reaped yet
+        self.assertFalse(runstate.alive(proc.pid))   # not reaped yet
         proc.wait()
-        self.assertFalse(runstate._alive(proc.pid))
-        self.assertTrue(runstate._alive(os.getpid()))
-        self.assertFalse(runstate._alive(None))
+        self.assertFalse(runstate.alive(proc.pid))
+        self.assertTrue(runstate.alive(os.getpid()))
+        self.assertFalse(runstate.alive(None))
 
 
 class SweepTest(unittest.TestCase):
