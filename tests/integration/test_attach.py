@@ -31,8 +31,9 @@ def semaphore(pid, path):
 
 class Attach(ProfileTest):
 
-    def start(self, seconds):
-        proc = subprocess.Popen([program("t_loop"), str(seconds)],
+    def start(self, seconds, threads=1):
+        proc = subprocess.Popen([program("t_loop"), str(seconds),
+                                 str(threads)],
                                 stdout=subprocess.PIPE,
                                 universal_newlines=True)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
@@ -63,6 +64,23 @@ class Attach(ProfileTest):
         self.assertIn("recorded by attaching to a running process: its "
                       "allocations before the attach, and the frees of "
                       "those, are not in this profile", report["warnings"])
+
+    def test_every_thread_is_recorded(self):
+        # Three threads beside the main one: stacks from thread starts and
+        # from the process start, all at tick.
+        proc = self.start(30, threads=4)
+        data = os.path.join(self.tmp, "t.data")
+        rec = allocsites(["record", "-p", str(proc.pid), "--duration", "1",
+                          "-o", data])
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        report = self.report(data)
+        self.assertEqual([s["function"] for s in report["sites"]], ["tick"])
+        # Without debug info for libc a root is "_start+0x20".
+        roots = {s["frames"][-1]["function"].split("+")[0]
+                 for s in report["stacks"]}
+        self.assertTrue({"start_thread", "clone3", "clone"} & roots, roots)
+        self.assertTrue({"_start", "__libc_start_call_main"} & roots, roots)
+        proc.kill()
 
     def test_duration_leaves_the_process_running_and_its_probes_off(self):
         proc = self.start(30)
