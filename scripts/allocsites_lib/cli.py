@@ -160,14 +160,20 @@ def record(opts, argv, out=sys.stderr):
     if full is not None:
         raise RecordError(full)
     out.write(moved)
-    summarize(perf, output, out)
+    # One pass over the recording for the summary and the unprobed code.
+    try:
+        scan = perfdata.scan(output)
+    except Exception:  # noqa: BLE001 - perf report --stats says it instead
+        scan = None
+    summarize(perf, output, out, scan)
     if pid is not None:
         out.write("allocsites: attached to %s: its allocations before the "
                   "attach are not in the recording%s\n"
                   % (name, "" if runstate.alive(pid) else
                      "; it exited while attached"))
     recorder.write_buildids(output, [path for path, _ in binaries])
-    warn_unprobed(output, [path for path, _ in binaries], out)
+    if scan is not None:
+        warn_unprobed(scan.code, [path for path, _ in binaries], out)
     if pid is not None:   # the process's status is not ours to give
         return 0 if status in (0, -signal.SIGINT) else exit_status(
             status, name, out)
@@ -187,13 +193,10 @@ def wait_perf(child, duration):
         return "duration"
 
 
-def warn_unprobed(output, probed, out):
+def warn_unprobed(code, probed, out):
     """One warning per annotated file that ran unprobed (recorder.
-    unprobed_code): exec'd programs and dlopen'ed libraries."""
-    try:
-        code = perfdata.scan(output).code
-    except Exception:  # noqa: BLE001 - the report will say what is wrong
-        return
+    unprobed_code; code: the recording's executable mappings): exec'd
+    programs and dlopen'ed libraries."""
     for path in recorder.unprobed_code(code, probed):
         out.write("allocsites: warning: %s ran during the recording and has "
                   "rt probes, but was not probed (a program started by exec, "
@@ -233,17 +236,23 @@ def remove_events(events, tracefs):
         return events.remove()
 
 
-def summarize(perf, output, out):
+def summarize(perf, output, out, scan=None):
     """'recorded: N alloc, M free events; lost: L -> FILE (SIZE)' on
-    stderr."""
-    try:
-        text = perfrun.stats_text(output, perf)
-    except (OSError, subprocess.SubprocessError) as e:
-        out.write("allocsites: recorded %s (perf report --stats failed: %s)\n"
-                  % (output, e))
-        return
-    samples = perfrun.event_samples(text)
-    lost, unknown = perfrun.lost_from_stats(text)
+    stderr, from the recording's scan (the figures of `perf report
+    --stats`, which reads the whole file a second time: 2 s for the demo),
+    or from perf report --stats when there is no scan."""
+    if scan is not None:
+        samples = scan.event_samples
+        lost, unknown = scan.lost()
+    else:
+        try:
+            text = perfrun.stats_text(output, perf)
+        except (OSError, subprocess.SubprocessError) as e:
+            out.write("allocsites: recorded %s (perf report --stats failed: "
+                      "%s)\n" % (output, e))
+            return
+        samples = perfrun.event_samples(text)
+        lost, unknown = perfrun.lost_from_stats(text)
     by_kind = {"alloc": 0, "free": 0, "sample": 0}
     for event, n in samples.items():
         kind = event_kind(event)

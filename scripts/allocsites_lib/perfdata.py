@@ -26,6 +26,7 @@ reader does not handle (pipe format, big endian, other compression),
 for which the caller falls back to one worker and `perf report --stats`.
 """
 
+import collections
 import ctypes
 import ctypes.util
 import mmap
@@ -122,6 +123,9 @@ class Scan:
         self.depths = []
         self._stack_points = []   # (time, tid, sp)
         self.samples = 0
+        # {event name: sample records}, as `perf report --stats` counts
+        # them per event (records perf wrote twice included)
+        self.event_samples = {}
         self.lost_samples = {}
         self.lost_records = 0
         self.decompressed = 0
@@ -293,6 +297,7 @@ class _Records:
         self.scan = scan
         self.attrs = attrs
         self.by_id = {i: a for a in attrs for i in a.ids}
+        self.id_samples = collections.Counter()   # sample id -> records
         first = attrs[0]
         prefixes = {a.sample_type & (SAMPLE_IDENTIFIER | SAMPLE_IP |
                                      SAMPLE_TID | SAMPLE_TIME)
@@ -337,6 +342,20 @@ class _Records:
                 after = sum(1 for bit in (SAMPLE_STREAM_ID, SAMPLE_CPU)
                             if st & bit)
                 self.trailer_id_back = 8 * (after + 1)
+
+    def event_samples(self):
+        """{event name: sample records} once the walk is done (with one
+        attribute, or no id in the samples, every sample is the first
+        attribute's: perf's own rule)."""
+        if self.sample_id_off is None:
+            counts = {self.attrs[0].name or "?": len(self.scan.times)}
+        else:
+            counts = {}
+            for ident, n in self.id_samples.items():
+                attr = self.by_id.get(ident)
+                name = (attr.name if attr is not None else None) or "?"
+                counts[name] = counts.get(name, 0) + n
+        return {name: n for name, n in counts.items() if n}
 
     @staticmethod
     def _sp_layout(attr):
@@ -429,6 +448,8 @@ class _Records:
                     if not self.stack_countdown and self.stacks:
                         self.stack_countdown = STACK_EVERY
                         self.stack_point(buf, pos, t, pid_tid >> 32)
+                if id_off is not None:
+                    self.id_samples[u64(buf, pos + id_off)[0]] += 1
                 if self.all_tracepoints:
                     samples += 1
                 else:
@@ -555,6 +576,7 @@ def _scan(mm, size):
     finally:
         if decompressor is not None:
             decompressor.close()
+    result.event_samples = records.event_samples()
     result.times.sort()
     result.depths = _depths(result._stack_points,
                             max(a.stack_user for a in attrs))

@@ -142,6 +142,8 @@ class ParallelReport(ProfileTest):
                 scan = perfdata.scan(data)
                 self.assertEqual({name: scan.samples},
                                  perfrun.event_samples(text))
+                self.assertEqual(scan.event_samples,
+                                 perfrun.event_samples(text))
                 self.assertEqual(scan.lost(), perfrun.lost_from_stats(text))
 
     def test_truncated_recording_fails(self):

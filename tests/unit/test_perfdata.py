@@ -170,6 +170,7 @@ class ScanTest(unittest.TestCase):
         s = self.scan(perf_data(ONE, records, compress_every))
         self.assertEqual(s.times, sorted(times))
         self.assertEqual(s.samples, 500)
+        self.assertEqual(s.event_samples, {"sdt_rt:alloc": 500})
         self.assertEqual(s.lost_samples, {"sdt_rt:alloc": 15})
         self.assertEqual(s.lost_records, 1)
         self.assertEqual(s.lost(), (15, None))
@@ -200,6 +201,9 @@ class ScanTest(unittest.TestCase):
                     lost_samples(1, TWO_ST, 1234)]   # unknown id: not counted
         s = self.scan(perf_data(TWO, records, 5000))
         self.assertEqual(len(s.times), 99)
+        # ids 7 and 8 are alloc_1's, 9 exit's: t % 3 == 0 for 33 of them
+        self.assertEqual(s.event_samples, {"sdt_rt:alloc_1": 66,
+                                           "sdt_rt:exit": 33})
         self.assertEqual(s.lost_samples, {"sdt_rt:alloc_1": 4,
                                           "sdt_rt:exit": 6})
         self.assertEqual(s.lost(), (10, None))
@@ -211,6 +215,7 @@ class ScanTest(unittest.TestCase):
         records.append(lost_samples(9, st, 2))
         s = self.scan(perf_data(events, records))
         self.assertEqual(s.samples, 5)    # tracepoint samples only
+        self.assertEqual(s.event_samples, {"sdt_rt:alloc": 5, "cycles": 5})
         self.assertEqual(len(s.times), 10)
         self.assertEqual(s.lost_samples, {"cycles": 9})
         self.assertEqual(s.lost(), (0, None))
