@@ -113,15 +113,17 @@ def diff_parser():
     p.add_argument("--svg", metavar="FILE",
                    help="differential flame graph: NEW's widths, grown red, "
                         "shrunk blue")
-    p.add_argument("--top", type=positive_jobs, default=20, metavar="N",
+    p.add_argument("--top", type=at_least_one("--top", "a number of rows"),
+                   default=20, metavar="N",
                    help="rows in the table (default 20)")
     return p
 
 
-# form: "record", "report", "profile" or "diff"; record: the record options
-# (output, stack_size, libs, frees, sample) or None; input: the recording
-# to report (report form); jobs: -j or None; report_args: the report
-# options as argv (for the perf script workers); program: PROG's argv.
+# form: "record", "report", "profile" or "diff"; record: the record
+# options (output, stack_size, libs, frees, sample, pid, duration) or
+# None; input: the recording to report (report form); jobs: -j or None;
+# report_args: the report options as argv (for the perf script workers);
+# program: PROG's argv.
 Invocation = collections.namedtuple(
     "Invocation", "form record input jobs report report_args program")
 
@@ -154,10 +156,14 @@ def stack_size(text):
     return value
 
 
-def positive_jobs(text):
-    if not text.isdigit() or int(text) < 1:
-        raise UsageError("-j/--jobs: not a number of workers: %r" % text)
-    return int(text)
+def at_least_one(flag, what):
+    """A converter for a whole number >= 1, whose error names the option
+    and what the number counts."""
+    def convert(text):
+        if not text.isdigit() or int(text) < 1:
+            raise UsageError("%s: not %s: %r" % (flag, what, text))
+        return int(text)
+    return convert
 
 
 def add_record_options(p):
@@ -180,12 +186,16 @@ def add_record_options(p):
                    metavar="SO",
                    help="also probe this shared library (one PROG loads "
                         "with dlopen, so ldd cannot name it); repeatable")
-    g.add_argument("-p", "--pid", type=positive_jobs, default=None,
+    g.add_argument("-p", "--pid", type=at_least_one("-p/--pid",
+                                                   "a process id"),
+                   default=None,
                    metavar="PID",
                    help="attach to this running process (its executable "
                         "and the libraries it has mapped) instead of "
                         "starting PROG; until Ctrl-C or --duration")
-    g.add_argument("--duration", type=positive_jobs, default=None,
+    g.add_argument("--duration",
+                   type=at_least_one("--duration", "a number of seconds"),
+                   default=None,
                    metavar="SECONDS",
                    help="with -p: stop after this many seconds")
     g.add_argument("--frees", action="store_true",
@@ -195,7 +205,9 @@ def add_record_options(p):
 
 
 def add_jobs_option(p):
-    p.add_argument("-j", "--jobs", type=positive_jobs, default=None,
+    p.add_argument("-j", "--jobs",
+                   type=at_least_one("-j/--jobs", "a number of workers"),
+                   default=None,
                    metavar="N",
                    help="perf script workers, each on a time range of the "
                         "recording (default: one per CPU, fewer for small or "

@@ -60,7 +60,7 @@ class RecordOptionsTest(unittest.TestCase):
                 (["--out", "x", "--", "p"], "unrecognized arguments: --out"),
                 (["record", "-p", "12", "--", "p"], "give it no program"),
                 (["record", "--duration", "5", "--", "p"], "--duration needs -p"),
-                (["record", "-p", "x"], "not a number")):
+                (["record", "-p", "x"], "-p/--pid: not a process id: .x.")):
             with self.subTest(argv=argv):
                 with self.assertRaisesRegex(UsageError, message):
                     parse(argv)
