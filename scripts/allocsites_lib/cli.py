@@ -7,9 +7,10 @@ import signal
 import subprocess
 import sys
 
-from . import (commandline, diff, options, parallel, perfdata, perfrun,
-               pipeline, recorder, runstate, svg)
-from .fold import Tally
+# The report's modules (pipeline, fold, svg, diff, parallel) are imported
+# where a report is made, not here: `allocsites record` does not need them,
+# and their imports were a tenth of its fixed cost.
+from . import commandline, options, perfdata, perfrun, recorder, runstate
 from .parse import event_kind
 from .recorder import RecordError
 from .report import human_bytes, lost_words
@@ -113,15 +114,18 @@ def record(opts, argv, out=sys.stderr):
                         events.delete_named,
                         lambda: recorder.listed_events(tracefs.path) or ()):
                     out.write("allocsites: %s\n" % line)
+                wanted = plain_probes(opts)
                 for path, names in binaries:
                     if alloc_probe in names:
                         allocs.append(events.add(path, alloc_probe))
-                    if opts.frees and "free" in names:
-                        plain.append(events.add(path, "free"))
-                    # The end-to-end count (docs/design.md, "Completeness");
-                    # binaries built with an older header have no rt:exit.
-                    if "exit" in names:
-                        plain.append(events.add(path, "exit"))
+                    kinds = names & wanted
+                    if not kinds:
+                        continue
+                    merged = events.add_plain(path, kinds)
+                    if merged is None:   # perf probe, one event each
+                        plain.extend(events.add(path, k) for k in sorted(kinds))
+                    elif merged not in plain:
+                        plain.append(merged)
             if interrupts.received is None:
                 env = dict(os.environ)
                 if opts.sample:
@@ -178,6 +182,24 @@ def record(opts, argv, out=sys.stderr):
         return 0 if status in (0, -signal.SIGINT) else exit_status(
             status, name, out)
     return exit_status(status, argv[0], out)
+
+
+def plain_probes(opts):
+    """The probes recorded without a call graph: rt:exit for the end-to-end
+    count (docs/design.md, "Completeness"; binaries built with an older
+    header have none), the bulk releases, committed bytes and phases, and
+    the frees: every rt:free in exact mode (unless --no-frees), only the
+    frees of sampled allocations (rt:sample_free) in sampled mode, where
+    every free would cost more than the sampling saves (unless --frees)."""
+    kinds = {"exit", "release", "commit", "decommit", "phase_begin",
+             "phase_end"}
+    if opts.sample:
+        kinds.add("sample_free")
+        if opts.frees:
+            kinds.add("free")
+    elif not getattr(opts, "no_frees", False):
+        kinds.add("free")
+    return kinds
 
 
 def wait_perf(child, duration):
@@ -256,6 +278,9 @@ def summarize(perf, output, out, scan=None):
     by_kind = {"alloc": 0, "free": 0, "sample": 0}
     for event, n in samples.items():
         kind = event_kind(event)
+        # The plain event carries frees and the rarer probes; its kinds
+        # are in the payload, which the summary does not read.
+        kind = "free" if kind in ("plain", "sample_free") else kind
         if kind in by_kind:
             by_kind[kind] += n
     lost_text = lost_words(lost, unknown)
@@ -265,9 +290,10 @@ def summarize(perf, output, out, scan=None):
         size = " (%s)" % human_bytes(os.path.getsize(output))
     except OSError:
         size = ""
-    out.write("allocsites: recorded %s%s events; lost: %s -> %s%s\n"
-              % (main, (", %d free" % by_kind["free"])
-                 if by_kind["free"] else "", lost_text, output, size))
+    out.write("allocsites: recorded %s events%s; lost: %s -> %s%s\n"
+              % (main, (" and %d without a call graph (frees, exit, ...)"
+                        % by_kind["free"]) if by_kind["free"] else "",
+                 lost_text, output, size))
     if lost or unknown:
         out.write("allocsites: warning: events were lost: the profile is "
                   "incomplete (see docs/design.md, Loss)\n")
@@ -291,6 +317,8 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     perf = recorder.find_perf()
     recorder.check_perf_data(data)
     read_errors = []
+    from . import parallel, pipeline
+    from .fold import Tally
     cpus = parallel.cpu_count()
     before = parallel.cpu_use()
     try:
@@ -374,6 +402,7 @@ def run_diff(opts, out=sys.stdout):
     reported first, its table not shown), then the diff's outputs."""
     import io
     import tempfile
+    from . import diff, svg
 
     def report_recording(path):
         with tempfile.TemporaryDirectory(prefix="allocsites-diff-") as tmp:

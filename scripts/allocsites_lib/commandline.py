@@ -198,10 +198,15 @@ def add_record_options(p):
                    default=None,
                    metavar="SECONDS",
                    help="with -p: stop after this many seconds")
-    g.add_argument("--frees", action="store_true",
-                   help="also record rt:free events (counted in the "
-                        "report's totals; each costs a trap, so off by "
-                        "default)")
+    frees = g.add_mutually_exclusive_group()
+    frees.add_argument("--no-frees", action="store_true",
+                       help="exact mode: do not record rt:free (the report "
+                            "then has no peak, leaked or temporary figures; "
+                            "saves a trap per free)")
+    frees.add_argument("--frees", action="store_true",
+                       help="sampled mode: record every rt:free, not only "
+                            "the frees of sampled allocations (exact mode "
+                            "records every free already)")
 
 
 def add_jobs_option(p):
@@ -266,8 +271,8 @@ def split_program(argv):
     return argv[:i], argv[i + 1:]
 
 
-RECORD_DESTS = ("output", "sample", "stack_size", "libs", "frees", "pid",
-                "duration")
+RECORD_DESTS = ("output", "sample", "stack_size", "libs", "frees", "no_frees",
+                "pid", "duration")
 
 
 def parse(argv):

@@ -16,7 +16,15 @@ says why). docs/design.md, "Completeness", has the rules.
 
 import collections
 
-KINDS = ("alloc", "free", "sample")   # the order of rt:exit's arguments
+# The order of rt:exit's arguments: allocs, frees, samples (every header),
+# then sample_frees, releases, commits (commit and decommit), phases
+# (begin and end) from headers since the liveness probes; the eighth,
+# untracked, counts no event (sampled pointers the table could not hold).
+KINDS = ("alloc", "free", "sample", "sample_free", "release", "commit",
+         "phase")
+# Event kind -> the count of rt:exit it is checked against.
+COUNTED_AS = {"commit": "commit", "decommit": "commit",
+              "phase_begin": "phase", "phase_end": "phase"}
 
 Verdict = collections.namedtuple("Verdict", [
     "complete",    # True, False or None (not checked)
@@ -31,7 +39,8 @@ Verdict = collections.namedtuple("Verdict", [
 def count_check(received, fired):
     """The end-to-end comparison.
 
-    received: {pid: {kind: n}}; fired: {pid: [allocs, frees, samples]}.
+    received: {pid: {kind: n}} (kinds as in KINDS); fired: {pid: rt:exit's
+    counts [allocs, frees, samples, ...]}: 3 from an older header, 8 now.
     Returns (fired_totals, received_totals, missing, extra, unchecked,
     unchecked_pids)."""
     fired_tot = collections.Counter()

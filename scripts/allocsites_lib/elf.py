@@ -19,6 +19,7 @@ ET_DYN = 3
 PT_LOAD = 1
 NT_GNU_BUILD_ID = 3
 NT_STAPSDT = 3
+MACHINES = {62: "x86_64", 183: "aarch64"}   # e_machine values
 
 
 class ElfFile:
@@ -26,9 +27,11 @@ class ElfFile:
 
     def __init__(self, data):
         self.data = data
-        (self.e_type, _, _, _, e_phoff, e_shoff, _, _, e_phentsize, e_phnum,
+        (self.e_type, e_machine, _, _, e_phoff, e_shoff, _, _, e_phentsize,
+         e_phnum,
          e_shentsize, e_shnum, e_shstrndx) = struct.unpack_from(
              "<HHIQQQIHHHHHH", data, 16)
+        self.machine = MACHINES.get(e_machine)   # "x86_64", or None
         self.segments = []
         for i in range(e_phnum):
             (p_type, _, p_offset, p_vaddr, _, p_filesz, _, _) = \
@@ -103,8 +106,9 @@ def build_id(elf):
     return None
 
 
-def stapsdt_probes(elf):
-    """[(provider, name, pc, semaphore, args)] from .note.stapsdt."""
+def stapsdt_probes(elf, with_base=False):
+    """[(provider, name, pc, semaphore, args)] from .note.stapsdt; with
+    with_base, each tuple ends with the note's .stapsdt.base address."""
     blob = elf.section(".note.stapsdt")
     probes = []
     if not blob:
@@ -112,12 +116,13 @@ def stapsdt_probes(elf):
     for ntype, owner, desc in iter_notes(blob):
         if ntype != NT_STAPSDT or owner != "stapsdt" or len(desc) < 24:
             continue
-        pc, _base, semaphore = struct.unpack_from("<QQQ", desc, 0)
+        pc, base, semaphore = struct.unpack_from("<QQQ", desc, 0)
         strings = desc[24:].split(b"\0")
         if len(strings) < 3:
             continue
         provider, name, args = (s.decode("latin-1") for s in strings[:3])
-        probes.append((provider, name, pc, semaphore, args))
+        probes.append((provider, name, pc, semaphore, args, base)
+                      if with_base else (provider, name, pc, semaphore, args))
     return probes
 
 

@@ -17,6 +17,7 @@ import math
 import re
 
 from . import parse
+from .completeness import COUNTED_AS
 from .symbolize import Frame
 
 # Functions that start a thread or a process: a stack that does not end in
@@ -132,13 +133,14 @@ class Tally:
             return
         self.add_fields(event.kind, event.pid, event.tid, event.size,
                         event.tag, parse.weight_slot(event), event.frames,
-                        event.time)
+                        event.time, event.ptr)
 
-    def add_fields(self, kind, pid, tid, size, tag, weight, frames, time):
-        """add() with the Event's fields (but ptr) as arguments: the
-        per-event path inside perf (parse.Reader.read gives them as a plain
-        tuple, no Event built). For rt:exit, weight is its counts; for
-        rt:sample, (weight, rate) with rate None from an older header."""
+    def add_fields(self, kind, pid, tid, size, tag, weight, frames, time,
+                   ptr=None):
+        """add() with the Event's fields as arguments: the per-event path
+        inside perf (parse.Reader.read gives them as a plain tuple, no
+        Event built). For rt:exit, weight is its counts; for rt:sample,
+        (weight, rate) with rate None from an older header."""
         # perf 6.1 on this kernel sometimes writes one sample record twice
         # (same thread, same nanosecond, same arguments: ~1 in 100000 in
         # bench/exact_burst.py, with or without -z, at any -m). Two real
@@ -151,18 +153,21 @@ class Tally:
                 return
             last[tid] = time
         self.events[kind] += 1
-        if kind == "exit":   # weight: rt:exit's (allocs, frees, samples)
-            fired = self.fired.setdefault(pid, [0, 0, 0])
+        if kind == "exit":   # weight: rt:exit's counts (3, or 8 now)
+            fired = self.fired.setdefault(pid, [])
+            fired.extend([0] * (len(weight) - len(fired)))
             for i, n in enumerate(weight):
                 fired[i] += n
             return
-        self.received[pid][kind] += 1
+        self.received[pid][COUNTED_AS.get(kind, kind)] += 1
         if kind == "sample":
             weight, rate = weight
             self.sample_rates[rate] += 1
         if kind == "free":
             self.frees[0] += 1
             self.frees[1] += size
+            return
+        if kind not in ("alloc", "sample"):   # release, commit, phase_begin...
             return
         if size < self.min_size:
             self.filtered += 1
@@ -244,8 +249,11 @@ def _sum_per_process(_name, mine, theirs):
     for pid, counts in theirs.items():
         if pid not in mine:
             mine[pid] = counts
-        elif isinstance(counts, list):
-            mine[pid] = [a + b for a, b in zip(mine[pid], counts)]
+        elif isinstance(counts, list):   # rt:exit's counts: 3 or 8
+            a, b = mine[pid], counts
+            n = max(len(a), len(b))
+            a, b = a + [0] * (n - len(a)), b + [0] * (n - len(b))
+            mine[pid] = [x + y for x, y in zip(a, b)]
         else:
             mine[pid].update(counts)
     return mine

@@ -27,7 +27,9 @@ import collections
 import operator
 import re
 
-# kind: "alloc" | "free" | "sample" | "exit"; frames: tuple of RawFrame,
+# kind: "alloc" | "free" | "sample" | "exit" | "sample_free" | "release" |
+# "commit" | "decommit" | "phase_begin" | "phase_end" (sample_free: size is
+# the weight; release: size is the length; phases: tag is the id); frames: tuple of RawFrame,
 # leaf first. time: the sample's timestamp in ns (None if perf gave none).
 # counts: rt:exit only, (allocs, frees, samples) the ELF file fired while
 # recorded (include/rt_exit.h); size and tag are then 0. rate: rt:sample
@@ -45,7 +47,19 @@ RawFrame = collections.namedtuple("RawFrame", "dso addr sym off ip")
 
 # perf script calls the handler "sdt_rt__alloc_1"; perf itself (perf
 # report --stats, perf probe) names the event "sdt_rt:alloc_1".
-_EVENT_RE = re.compile(r"^sdt_rt(?:__|:)(alloc|free|sample|exit)(?:_\d+)?\Z")
+_EVENT_RE = re.compile(
+    r"^sdt_rt(?:__|:)(alloc|free|sample|exit|release|commit|decommit|"
+    r"phase_begin|phase_end|sample_free|plain)(?:_\d+)?\Z")
+
+# The wrapper's one event for every probe without a call graph
+# (plainprobes.py): its field "kind" names the probe, a..h are its
+# arguments, as arg1..arg8 are in an event of the probe's own.
+PLAIN_KINDS = {1: "free", 2: "release", 3: "commit", 4: "decommit",
+               5: "phase_begin", 6: "phase_end", 7: "sample_free", 9: "exit"}
+_PLAIN_FIELDS = tuple(zip("abcdefgh", ("arg%d" % i for i in range(1, 9))))
+# Kinds recorded without a call graph whose arguments are (ptr, size): the
+# size slot carries release's length, sample_free's weight.
+_PTR_SIZE_KINDS = ("free", "release", "commit", "decommit", "sample_free")
 
 # perf's libunwind callchains end, when the stack copy ran out before the
 # outermost frame, in an entry whose ip is -1 (shown by perf as
@@ -57,9 +71,10 @@ UNKNOWN_DSO = "[unknown]"
 
 
 def event_kind(event_name):
-    """'alloc', 'free', 'sample', 'exit' for an rt event's name, as perf
-    script's handler ("sdt_rt__alloc_1") or perf ("sdt_rt:alloc_1") spells
-    it, else None: the one event-name parser."""
+    """'alloc', 'free', 'sample', 'exit', ... (or 'plain', the wrapper's
+    event that carries the kind in its payload) for an rt event's name, as
+    perf script's handler ("sdt_rt__alloc_1") or perf ("sdt_rt:alloc_1")
+    spells it, else None: the one event-name parser."""
     if not isinstance(event_name, str):
         return None
     m = _EVENT_RE.match(event_name)
@@ -127,8 +142,14 @@ def event_from_perf(event_name, fields, sample, perf_inlines=False):
     kind = event_kind(event_name)
     if kind is None or not isinstance(fields, dict):
         return None
+    if kind == "plain":
+        kind, fields = _unplain(fields)
+        if kind is None:
+            return None
     if kind == "exit":
         return _exit_event(fields, sample)
+    if kind not in ("alloc", "sample"):
+        return _plain_event(kind, fields, sample)
     size = _uint(fields.get("arg2"), 64)
     tag = _uint(fields.get("arg3"), 32)
     if size is None or tag is None:
@@ -157,17 +178,58 @@ def event_from_perf(event_name, fields, sample, perf_inlines=False):
                  raw_frames(callchain, perf_inlines), ptr, time, None, rate)
 
 
-def _exit_event(fields, sample):
-    counts = tuple(_uint(fields.get("arg%d" % i), 64) for i in (1, 2, 3))
-    if None in counts:
-        return None
+def _unplain(fields):
+    """(kind, fields as the probe's own event names them) for the plain
+    event, or (None, None)."""
+    kind = PLAIN_KINDS.get(fields.get("kind"))
+    if kind is None:
+        return None, None
+    renamed = {arg: fields[f] for f, arg in _PLAIN_FIELDS if f in fields}
+    for name in ("common_pid", "common_s", "common_ns", "common_callchain"):
+        if name in fields:
+            renamed[name] = fields[name]
+    return kind, renamed
+
+
+def _thread_time(fields, sample):
+    """(pid, tid, time) of an event without a call graph."""
     pid = tid = fields.get("common_pid")
     time = _common_time(fields)
     if isinstance(sample, dict) and isinstance(sample.get("sample"), dict):
         s = sample["sample"]
         pid, tid = s.get("pid", pid), s.get("tid", tid)
         time = s.get("time") if isinstance(s.get("time"), int) else None
+    return pid, tid, time
+
+
+def _exit_event(fields, sample):
+    # rt:exit had 3 arguments, now 8 (allocs, frees, samples, sample_frees,
+    # releases, commits, phases, untracked); the plain event fetches 8, the
+    # last ones 0 for an older header.
+    n = max([i for i in range(1, 9) if "arg%d" % i in fields] or [3])
+    counts = tuple(_uint(fields.get("arg%d" % i), 64)
+                   for i in range(1, max(n, 3) + 1))
+    if None in counts:
+        return None
+    pid, tid, time = _thread_time(fields, sample)
     return Event("exit", pid, tid, 0, 0, None, (), None, time, counts)
+
+
+def _plain_event(kind, fields, sample):
+    """free, release, commit, decommit, sample_free: (ptr, size) in ptr and
+    size (tag: free's tag); phase_begin, phase_end: the phase id in tag."""
+    pid, tid, time = _thread_time(fields, sample)
+    if kind in ("phase_begin", "phase_end"):
+        phase = _uint(fields.get("arg1"), 32)
+        if phase is None:
+            return None
+        return Event(kind, pid, tid, 0, phase, None, (), None, time)
+    ptr = _uint(fields.get("arg1"), 64)
+    size = _uint(fields.get("arg2"), 64)
+    tag = _uint(fields.get("arg3", 0), 32) if kind == "free" else 0
+    if ptr is None or size is None or tag is None:
+        return None
+    return Event(kind, pid, tid, size, tag, None, (), ptr, time)
 
 
 def _common_time(fields):
@@ -188,8 +250,8 @@ class Reader:
     that repeats across events done once.
 
     read(event_name, fields, sample=None) returns the fields of an Event
-    but ptr, as the plain tuple Tally.add_fields takes (kind, pid, tid,
-    size, tag, weight, frames, time; for rt:exit, weight is its counts),
+    as the plain tuple Tally.add_fields takes (kind, pid, tid, size, tag,
+    weight, frames, time, ptr; for rt:exit, weight is its counts),
     or None where event_from_perf returns None; like it, it never raises
     (anything unexpected goes through event_from_perf itself).
 
@@ -225,7 +287,9 @@ class Reader:
             return None
         if kind is None:
             return None
-        if kind == "exit":   # once per process: the slow path will do
+        if kind == "plain":
+            return self._read_plain(event_name, fields, sample)
+        if kind not in ("alloc", "sample"):   # rare: the slow path will do
             return self._read_slow(event_name, fields, sample)
         try:
             size = fields["arg2"] & _MASK64
@@ -253,7 +317,24 @@ class Reader:
             frames = self._chains.get(key)
             if frames is None:
                 frames = self._chains[key] = self._convert(chain)
-            return kind, pid, tid, size, tag, weight, frames, time
+            return (kind, pid, tid, size, tag, weight, frames, time,
+                    fields["arg1"] & _MASK64)
+        except Exception:  # noqa: BLE001 - never raise; the slow path checks
+            return self._read_slow(event_name, fields, sample)
+
+    def _read_plain(self, event_name, fields, sample):
+        """The plain event: its frees (half of an exact recording's
+        events) directly, every other kind through the slow path."""
+        try:
+            if fields["kind"] != 1 or sample is not None:
+                return self._read_slow(event_name, fields, sample)
+            tid = fields["common_pid"]
+            sec, nsec = fields["common_s"], fields["common_ns"]
+            if type(sec) is not int or type(nsec) is not int:
+                return self._read_slow(event_name, fields, sample)
+            return ("free", self.pids.get(tid, tid), tid, fields["b"] & _MASK64,
+                    fields["c"] & _MASK32, None, (),
+                    sec * 1000000000 + nsec, fields["a"] & _MASK64)
         except Exception:  # noqa: BLE001 - never raise; the slow path checks
             return self._read_slow(event_name, fields, sample)
 
@@ -275,4 +356,4 @@ class Reader:
             except TypeError:   # an unhashable tid
                 pass
         return (event.kind, pid, event.tid, event.size, event.tag,
-                weight_slot(event), event.frames, event.time)
+                weight_slot(event), event.frames, event.time, event.ptr)

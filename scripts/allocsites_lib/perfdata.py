@@ -269,11 +269,17 @@ _ZSTD = []
 def libzstd():
     """libzstd via ctypes (loaded once), or PerfDataError."""
     if not _ZSTD:
-        name = ctypes.util.find_library("zstd") or "libzstd.so.1"
+        # The soname first: perf itself links libzstd.so.1, so it is there
+        # whenever perf can write -z; find_library runs ldconfig -p (a
+        # process and ~10 ms), so it is only the fallback.
         try:
-            lib = ctypes.CDLL(name)
-        except OSError as e:
-            raise PerfDataError("cannot load libzstd: %s" % e)
+            lib = ctypes.CDLL("libzstd.so.1")
+        except OSError:
+            try:
+                lib = ctypes.CDLL(ctypes.util.find_library("zstd") or
+                                  "libzstd.so")
+            except OSError as e:
+                raise PerfDataError("cannot load libzstd: %s" % e)
         lib.ZSTD_createDStream.restype = ctypes.c_void_p
         lib.ZSTD_freeDStream.argtypes = [ctypes.c_void_p]
         lib.ZSTD_initDStream.argtypes = [ctypes.c_void_p]

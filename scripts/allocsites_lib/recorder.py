@@ -16,10 +16,10 @@ import subprocess
 import tempfile
 import time
 
-from . import elf
+from . import elf, plainprobes
 
 TRACEFS = "/sys/kernel/tracing"
-PROBE_EVENTS = ("alloc", "free", "sample", "exit")
+PROBE_EVENTS = ("alloc", "sample") + tuple(sorted(plainprobes.KINDS))
 PERF_MAGIC = b"PERFILE2"
 
 # Recording options (docs/design.md, "Recording defaults", has the
@@ -178,6 +178,17 @@ class Tracefs:
                 run(["umount", self.path])
             except RecordError:
                 pass
+
+
+def tracefs_error(tracefs):
+    """': LAST LINE' of tracefs' error_log (why the kernel refused a probe
+    definition), or ''."""
+    try:
+        with open(os.path.join(tracefs, "error_log")) as f:
+            lines = [l.strip() for l in f if l.strip()]
+    except OSError:
+        return ""
+    return (": " + lines[-1]) if lines else ""
 
 
 class EventLock:
@@ -364,6 +375,40 @@ class ProbeEvents:
                              "or link the file to a path without one"
                              if " " in binary else ""))
         return names[0]
+
+    def add_plain(self, binary, kinds):
+        """The probes of `kinds` (e.g. {"free", "exit"}) in binary, as
+        probes of this run's one plain event (plainprobes.py), written to
+        tracefs directly. Returns the event's name, or None when they
+        cannot be written that way (the caller then adds them with perf
+        probe, one event each)."""
+        image = elf.open_elf(binary)
+        if image is None or self.tracefs is None:
+            return None
+        name = plainprobes.event_name(os.getpid())
+        lines = plainprobes.definitions(binary, image, kinds, name)
+        if not lines:
+            return None
+        full = "%s:%s" % (plainprobes.GROUP, name)
+        if full not in self.created:
+            self.created.append(full)
+        if self.state is not None:
+            self.state.note(events=self.created)
+        # os.write, one definition per write(2): Python's open(..., "a")
+        # seeks to the end first, which tracefs refuses (EINVAL).
+        try:
+            fd = os.open(os.path.join(self.tracefs, "uprobe_events"),
+                         os.O_WRONLY | os.O_APPEND)
+            try:
+                for line in lines:
+                    os.write(fd, (line + "\n").encode())
+            finally:
+                os.close(fd)
+        except OSError as e:
+            raise RecordError("cannot add the probes of %s to %s: %s%s"
+                              % (binary, full, e.strerror,
+                                 tracefs_error(self.tracefs)))
+        return full
 
     def exists(self, name):
         """Whether tracefs lists the uprobe event (True when unknown)."""

@@ -28,7 +28,6 @@ Emulates Brendan Gregg's flamegraph.pl output:
 import json
 import re
 import zlib
-from xml.sax.saxutils import escape
 
 from .report import human_bytes, lost_text, verdict_line
 
@@ -158,8 +157,14 @@ def _fit(name, w):
     return name if len(name) <= chars else name[:chars - 2] + ".."
 
 
+def escape(s):
+    """&, < and > as entities (xml.sax.saxutils.escape without its import
+    of urllib: 45 ms of every allocsites command's start)."""
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _attr(s):
-    return escape(s, {'"': "&quot;", "'": "&apos;"})
+    return escape(s).replace('"', "&quot;").replace("'", "&apos;")
 
 
 _STYLE = """

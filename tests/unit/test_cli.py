@@ -22,7 +22,8 @@ class RecordOptionsTest(unittest.TestCase):
         self.assertEqual(inv.form, "record")
         self.assertEqual(vars(inv.record), {
             "output": "perf.data", "stack_size": 8192, "libs": [],
-            "frees": False, "sample": 0, "pid": None, "duration": None})
+            "frees": False, "no_frees": False, "sample": 0, "pid": None,
+            "duration": None})
         self.assertEqual(inv.program, ["./prog", "-x"])
 
     def test_values(self):
@@ -31,7 +32,14 @@ class RecordOptionsTest(unittest.TestCase):
                      "--", "p"])
         self.assertEqual(vars(inv.record), {
             "output": "r.data", "stack_size": 16384, "libs": ["a.so", "b.so"],
-            "frees": True, "sample": 524288, "pid": None, "duration": None})
+            "frees": True, "no_frees": False, "sample": 524288, "pid": None,
+            "duration": None})
+
+    def test_frees_and_no_frees_exclude_each_other(self):
+        with self.assertRaises(UsageError):
+            parse(["record", "--frees", "--no-frees", "--", "p"])
+        inv = parse(["record", "--no-frees", "--", "p"])
+        self.assertEqual((inv.record.frees, inv.record.no_frees), (False, True))
 
     def test_sample_the_header_cannot_represent(self):
         for text in ("99999999999999999999", "18446744073709551617",

@@ -275,7 +275,7 @@ class ReaderTest(unittest.TestCase):
             except TypeError:   # an unhashable tid
                 pass
         return (ev.kind, pid, ev.tid, ev.size, ev.tag, parse.weight_slot(ev),
-                ev.frames, ev.time)
+                ev.frames, ev.time, ev.ptr)
 
     def cases(self):
         good = common(fields(0x10, 48, 3, callchain=CHAIN), pid=101)
@@ -361,7 +361,7 @@ class ReaderTest(unittest.TestCase):
         r = parse.Reader().read("sdt_rt__alloc", common(
             fields(0x10, 48, 3, callchain=CHAIN), s=12, ns=5, pid=77))
         self.assertEqual(r, ("alloc", 77, 77, 48, 3, None, CHAIN_FRAMES,
-                             12000000005))
+                             12000000005, 0x10))
 
     def test_a_chain_is_converted_once(self):
         reader = parse.Reader()
