@@ -380,3 +380,63 @@ class ReaderTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def plain(kind, *args, pid=42):
+    """The wrapper's plain event's fields: kind, a..h (unused ones 0)."""
+    f = {"common_pid": pid, "common_s": 3, "common_ns": 7, "kind": kind}
+    for name, value in zip("abcdefgh", list(args) + [0] * (8 - len(args))):
+        f[name] = value
+    return f
+
+
+class PlainEventTest(unittest.TestCase):
+    """sdt_rt:plain_N: one event for every probe without a call graph
+    (plainprobes.py); the kind is in the payload."""
+
+    def test_each_kind(self):
+        reader = parse.Reader(pids={42: 40})
+        time = 3000000007
+        cases = [
+            # a free's tag is 4 bytes, fetched as u64: the upper half is
+            # whatever the register held
+            (plain(1, 0x5000, 48, (0xdead << 32) | 6),
+             ("free", 40, 42, 48, 6, None, (), time, 0x5000)),
+            (plain(2, 0x7000, 4096),
+             ("release", 40, 42, 4096, 0, None, (), time, 0x7000)),
+            (plain(3, 0x9000, 65536),
+             ("commit", 40, 42, 65536, 0, None, (), time, 0x9000)),
+            (plain(4, 0x9000, 65536),
+             ("decommit", 40, 42, 65536, 0, None, (), time, 0x9000)),
+            (plain(5, (1 << 40) | 3), ("phase_begin", 40, 42, 0, 3, None, (),
+                                       time, None)),
+            (plain(6, 3), ("phase_end", 40, 42, 0, 3, None, (), time, None)),
+            (plain(7, 0x5000, 524288),
+             ("sample_free", 40, 42, 524288, 0, None, (), time, 0x5000)),
+            (plain(9, 10, 9, 0, 0, 1, 2, 3, 0),
+             ("exit", 40, 42, 0, 0, (10, 9, 0, 0, 1, 2, 3, 0), (), time,
+              None)),
+        ]
+        for f, expected in cases:
+            with self.subTest(kind=f["kind"]):
+                self.assertEqual(reader.read("sdt_rt__plain_123", f),
+                                 expected)
+
+    def test_unknown_kind_or_missing_field_is_malformed(self):
+        reader = parse.Reader()
+        self.assertIsNone(reader.read("sdt_rt__plain_1", plain(8, 1, 2)))
+        f = plain(1, 0x5000, 48, 6)
+        del f["b"]
+        self.assertIsNone(reader.read("sdt_rt__plain_1", f))
+
+    def test_probe_events_of_their_own_read_the_same(self):
+        """Raw perf users record sdt_rt:release etc. as events of their own
+        (arg1..argN); they read as the plain event's kinds."""
+        reader = parse.Reader()
+        own = {"common_pid": 42, "common_s": 3, "common_ns": 7,
+               "arg1": 0x7000, "arg2": 4096}
+        self.assertEqual(reader.read("sdt_rt__release", own)[0:4],
+                         ("release", 42, 42, 4096))
+        self.assertEqual(reader.read("sdt_rt__phase_begin_1", own)[4], 0x7000)
+        self.assertEqual(parse.event_kind("sdt_rt:sample_free"), "sample_free")
+        self.assertEqual(parse.event_kind("sdt_rt:plain_77"), "plain")

@@ -1,0 +1,124 @@
+"""plainprobes: the tracefs definitions of the one plain event, checked
+against readelf's reading of the same notes (the independent truth)."""
+
+import re
+import unittest
+
+from fixtures import CProgram, require_toolchain, run
+
+from allocsites_lib import elf, plainprobes
+
+SOURCE = r"""
+#include <stdlib.h>
+#include "rt_probes.h"
+__attribute__((noinline)) void *rt_alloc(size_t n, unsigned tag)
+{
+    void *p = malloc(n);
+    RT_ALLOC(p, n, tag);
+    return p;
+}
+__attribute__((noinline)) void rt_free(void *p, size_t n, unsigned tag)
+{
+    RT_FREE(p, n, tag);
+    free(p);
+}
+int main(int argc, char **argv)
+{
+    (void)argv;
+    rt_free(rt_alloc((size_t)argc, 1), (size_t)argc, 1);
+    return 0;
+}
+"""
+
+_NOTE_RE = re.compile(
+    r"Name: (\w+)\s+Location: (0x[0-9a-f]+), Base: (0x[0-9a-f]+), "
+    r"Semaphore: (0x[0-9a-f]+)\s+Arguments: ([^\n]*)")
+
+
+def readelf_probes(path):
+    """[(name, location, semaphore, args)] of provider rt, by readelf."""
+    text = run(["readelf", "-n", path])
+    return [(m.group(1), int(m.group(2), 16), int(m.group(4), 16),
+             m.group(5).strip()) for m in _NOTE_RE.finditer(text)]
+
+
+class DefinitionsTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        require_toolchain()
+        cls.progs = [CProgram(SOURCE, name="pie"),
+                     CProgram(SOURCE, flags=("-no-pie",), name="nopie")]
+
+    @classmethod
+    def tearDownClass(cls):
+        for p in cls.progs:
+            p.cleanup()
+
+    def test_one_line_per_probe_site_with_file_offsets(self):
+        for prog in self.progs:
+            with self.subTest(prog=prog.path):
+                image = elf.open_elf(prog.path)
+                lines = plainprobes.definitions(prog.path, image,
+                                                {"free", "exit"}, "plain_7")
+                expected = []
+                for name, loc, sem, args in readelf_probes(prog.path):
+                    if name not in ("free", "exit"):
+                        continue
+                    regs = [re.sub(r"^r?e?", "", a.split("@%")[1]) for a in
+                            args.split()]
+                    expected.append((prog.file_offset(loc),
+                                     prog.file_offset(sem),
+                                     plainprobes.KINDS[name], len(regs)))
+                got = []
+                for line in lines:
+                    m = re.match(r"^p:sdt_rt/plain_7 (\S+):0x([0-9a-f]+)"
+                                 r"\(0x([0-9a-f]+)\) kind=\\(\d+):u8 (.*)$",
+                                 line)
+                    self.assertTrue(m, line)
+                    self.assertEqual(m.group(1), prog.path)
+                    fields = m.group(5).split()
+                    self.assertEqual([f.split("=")[0] for f in fields],
+                                     list("abcdefgh"))
+                    self.assertTrue(all(f.endswith(":u64") for f in fields))
+                    used = [f for f in fields if "=\\0:" not in f]
+                    got.append((int(m.group(2), 16), int(m.group(3), 16),
+                                int(m.group(4)), len(used)))
+                self.assertEqual(sorted(got), sorted(expected))
+                self.assertEqual(len(got), 2)   # one free, one exit site
+
+    def test_a_path_with_a_space_is_left_to_perf_probe(self):
+        image = elf.open_elf(self.progs[0].path)
+        self.assertIsNone(plainprobes.definitions("/a b/prog", image,
+                                                  {"free"}, "plain_1"))
+
+    def test_kinds_not_in_the_binary_give_no_lines(self):
+        image = elf.open_elf(self.progs[0].path)
+        self.assertEqual(plainprobes.definitions(
+            self.progs[0].path, image, {"release"}, "plain_1"), [])
+
+
+class FetchArgsTest(unittest.TestCase):
+
+    def test_registers_of_every_width(self):
+        self.assertEqual(
+            plainprobes.fetch_args("8@%rax 4@%r12d -4@%esi 8@%r8", "x86_64"),
+            ["%ax", "%r12", "%si", "%r8", "\\0", "\\0", "\\0", "\\0"])
+        self.assertEqual(plainprobes.fetch_args("8@x0 4@w3", "aarch64")[:2],
+                         ["%x0", "%x3"])
+
+    def test_what_cannot_be_translated(self):
+        for args, machine in (("8@-8(%rbp)", "x86_64"), ("8@$5", "x86_64"),
+                              ("8@%rax", "riscv"),
+                              (" ".join(["8@%rax"] * 9), "x86_64")):
+            with self.subTest(args=args):
+                self.assertIsNone(plainprobes.fetch_args(args, machine))
+
+    def test_event_names_are_per_process(self):
+        self.assertEqual(plainprobes.event_name(123), "plain_123")
+        self.assertNotEqual(plainprobes.event_name(1),
+                            plainprobes.event_name(2))
+
+
+if __name__ == "__main__":
+    unittest.main()
