@@ -121,8 +121,10 @@ def _time_ticks(lo, hi, unit):
 
 
 def _color(i):
-    """Well-separated hues (golden angle), deterministic."""
-    r, g, b = colorsys.hls_to_rgb((i * 0.381966) % 1.0, 0.6, 0.55)
+    """Well-separated hues (golden angle), deterministic; the lightness
+    cycles too, so that hues which come round again still differ."""
+    r, g, b = colorsys.hls_to_rgb((i * 0.381966) % 1.0,
+                                  (0.6, 0.45, 0.72)[i % 3], 0.55)
     return "rgb(%d,%d,%d)" % (round(r * 255), round(g * 255), round(b * 255))
 
 
@@ -205,7 +207,9 @@ def _committed_line(chart, times, committed):
 
 
 def _y_axis(chart, ticks):
-    o = ['<g id="yaxis">']
+    o = ['<rect id="plot" x="%d" y="%d" width="%d" height="%d"/>'
+         % (chart.left, chart.top, chart.right - chart.left, PLOT_H),
+         '<g id="yaxis">']
     for v in ticks:
         y = _num(chart.y(v))
         o.append('<line class="grid" x1="%d" y1="%s" x2="%d" y2="%s"/>'
@@ -324,11 +328,11 @@ text { font-family: Verdana, "DejaVu Sans", sans-serif; font-size: 12px; fill: r
 #empty { text-anchor: middle; font-size: 15px; fill: rgb(120,120,120); }
 #yaxis text, .v { text-anchor: end; }
 #xaxis text { text-anchor: middle; }
+#plot { fill: rgb(250,250,250); }
 .grid { stroke: rgb(225,225,225); }
 .axis { stroke: rgb(0,0,0); }
 .band { fill-opacity: 0.08; }
 .tag { fill-opacity: 0.3; stroke: rgb(255,255,255); }
-.area { stroke: rgb(255,255,255); stroke-width: 0.5; }
 #committed, line.swatch { fill: none; stroke: rgb(0,0,0); stroke-width: 1.5; stroke-dasharray: 6,3; }
 #peak line { stroke: rgb(200,0,0); stroke-dasharray: 3,3; }
 #peak circle, #peak text { fill: rgb(200,0,0); }
