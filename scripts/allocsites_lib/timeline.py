@@ -56,7 +56,12 @@ def _check_values(what, values, n):
         raise ValueError("timeline: %s has %d values for %d times"
                          % (what, len(values), n))
     for v in values:
-        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+        try:   # float(): an int too large for a float cannot be drawn
+            ok = isinstance(v, (int, float)) and math.isfinite(float(v)) \
+                and v >= 0
+        except OverflowError:
+            ok = False
+        if not ok:
             raise ValueError("timeline: %s has a value %r: bytes must be "
                              "finite and >= 0" % (what, v))
 
@@ -180,19 +185,24 @@ def _xs(chart, times):
     return [chart.x(t) for t in times]
 
 
+def _ys(chart, values):
+    """y of each value, twice for a single point (see _xs)."""
+    ys = [chart.y(v) for v in values]
+    return ys * 2 if len(ys) == 1 else ys
+
+
 def _points(xs, ys):
     return " ".join("%s,%s" % (_num(x), _num(y)) for x, y in zip(xs, ys))
 
 
 def _areas(chart, times, layers):
     xs = _xs(chart, times)
-    spread = (lambda v: v * 2) if len(times) == 1 else (lambda v: v)
     base = [0] * len(times)
     o = ['<g id="areas">']
     for label, colour, values in layers:
         top = [b + v for b, v in zip(base, values)]
-        pts = _points(xs + xs[::-1], [chart.y(v) for v in spread(top)] +
-                      [chart.y(v) for v in spread(base)][::-1])
+        pts = _points(xs + xs[::-1],
+                      _ys(chart, top) + _ys(chart, base)[::-1])
         o.append('<polygon class="area" data-label="%s" fill="%s" '
                  'points="%s"/>' % (_attr(_CTRL.sub(" ", label)), colour, pts))
         base = top
@@ -201,9 +211,8 @@ def _areas(chart, times, layers):
 
 
 def _committed_line(chart, times, committed):
-    spread = (lambda v: v * 2) if len(times) == 1 else (lambda v: v)
     return ['<polyline id="committed" points="%s"/>'
-            % _points(_xs(chart, times), [chart.y(v) for v in spread(committed)])]
+            % _points(_xs(chart, times), _ys(chart, committed))]
 
 
 def _y_axis(chart, ticks):

@@ -348,6 +348,7 @@ class TimelineTest(unittest.TestCase):
             dict(phases=[("p", 5, 1)]),                               # ends before it begins
             dict(phases=[("p", -5, 1)]),
             dict(series=[("a", [0, "1", 0, 0])]),
+            dict(total=[0, 0, 10 ** 400, 0]),                         # beyond a float
         ]
         for kw in bad:
             with self.assertRaises(ValueError, msg=repr(kw)):
