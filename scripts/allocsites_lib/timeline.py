@@ -9,7 +9,9 @@ bytes (stdlib only; same conventions as svg.py's flame graph).
   mis-sized input, and unsorted times, raise ValueError.
 * Layout, top to bottom: title, subtitle, the peak label, one row per level
   of overlapping phase labels, the plot (PLOT_H px), the time axis, the
-  legend (one row per entry).  Coordinates are rounded to 4 decimals.
+  legend (one row per entry).  The time axis spans the points, the peak
+  and the phases (a single moment: 1 ms from it).  Coordinates are
+  rounded to 4 decimals.
 * Plot: the series stacked bottom-up in input order (largest at the
   bottom), "other sites" on top, each a ``<polygon class="area">`` through
   the points, linearly joined; a single point is drawn flat across the
@@ -53,7 +55,7 @@ def _text(s):
 
 def _check_values(what, values, n):
     if len(values) != n:
-        raise ValueError("timeline: %s has %d values for %d times"
+        raise ValueError("timeline: %s has %d values, not %d"
                          % (what, len(values), n))
     for v in values:
         try:   # float(): an int too large for a float cannot be drawn
@@ -62,8 +64,8 @@ def _check_values(what, values, n):
         except OverflowError:
             ok = False
         if not ok:
-            raise ValueError("timeline: %s has a value %r: bytes must be "
-                             "finite and >= 0" % (what, v))
+            raise ValueError("timeline: %s has a value %r: times and bytes "
+                             "are numbers, finite and >= 0" % (what, v))
 
 
 def _validate(times, series, other, total, peak, committed, phases):
@@ -312,7 +314,7 @@ def _legend(rows, at, top, peak_time, unit):
     for k, (label, cls, colour, values) in enumerate(rows):
         y = top + (k + 1) * ROW_H
         label = _CTRL.sub(" ", label)
-        shown = _fit(label, WIDTH - RIGHT - label_x) or label[:1]
+        shown = _fit(label, WIDTH - RIGHT - label_x)
         o.append('<g class="entry">')
         if cls == "swatch":
             o.append('<rect class="swatch" x="%d" y="%d" width="12" '
