@@ -293,7 +293,8 @@ MERGE_RULES = {
 class Site:
     """One call site's totals (estimates in sampled mode)."""
     __slots__ = ("frame", "count", "bytes", "tag_bytes", "tag_counts",
-                 "weight_by_size2", "samples")
+                 "weight_by_size2", "samples", "peak_bytes", "peak_count",
+                 "leaked_bytes", "leaked_count", "temporary")
 
     def __init__(self, frame):
         self.frame = frame
@@ -303,6 +304,12 @@ class Site:
         self.tag_counts = collections.Counter()
         self.weight_by_size2 = 0.0   # sampled: sum(weight / size**2)
         self.samples = 0             # sampled: rt:sample events
+        # Liveness (liveness.py), None when no frees were recorded: bytes
+        # and allocations live at the global peak, live at the end, and
+        # allocations freed by the very next event (None in sampled mode).
+        self.peak_bytes = self.peak_count = None
+        self.leaked_bytes = self.leaked_count = None
+        self.temporary = None
 
     def errors(self, r):
         """(bytes, count) standard errors of the estimates at mean gap r:
@@ -315,7 +322,10 @@ class Site:
 
 
 # frames: tuple of Frame from the call site outwards (site first).
-Stack = collections.namedtuple("Stack", "frames count bytes tags")
+# peak, leaked: bytes live at the peak and at the end; temporary: count;
+# all None when no frees were recorded.
+Stack = collections.namedtuple("Stack", "frames count bytes tags peak leaked "
+                               "temporary", defaults=(None, None, None))
 
 Profile = collections.namedtuple(
     "Profile", "sites stacks count bytes truncated")

@@ -72,6 +72,12 @@ def parser(prog="allocsites.py"):
     return p
 
 
+# --weight: what a flame graph's boxes measure; --sort: the table's order.
+# peak, leaked, temporary come from the liveness sweep (liveness.py).
+WEIGHTS = ("bytes", "count", "peak", "leaked", "temporary")
+SORTS = ("bytes", "count", "peak", "leaked", "temporary")
+
+
 def add_report_options(p):
     """The report options, on the perf-script entry's parser and on the
     allocsites command's report and one-command parsers alike."""
@@ -84,9 +90,17 @@ def add_report_options(p):
     out.add_argument("--pprof", metavar="FILE",
                      help="pprof profile (gzipped profile.proto, as Go "
                           "writes heap profiles): go tool pprof FILE")
-    out.add_argument("--weight", choices=("bytes", "count"), default="bytes",
+    out.add_argument("--weight", choices=WEIGHTS, default="bytes",
                      help="what folded stacks and the flame graph measure "
-                          "(default: bytes)")
+                          "(default: bytes; peak, leaked and temporary need "
+                          "the frees, recorded by default in exact mode)")
+    out.add_argument("--timeline", metavar="FILE",
+                     help="memory over time: an SVG chart of live bytes, "
+                          "the top sites stacked, the peak marked")
+    out.add_argument("--sort", choices=SORTS, default="bytes",
+                     help="rank the table's sites by bytes allocated "
+                          "(default), allocation count, bytes live at the "
+                          "peak, bytes leaked, or temporary allocations")
     flt = p.add_argument_group("filters")
     flt.add_argument("--tag", action="append", metavar="TAG",
                      help="keep only this tag (name or number; repeatable, "
@@ -99,6 +113,10 @@ def add_report_options(p):
     flt.add_argument("--top", type=_at_least_one, default=None, metavar="N",
                      help="show N sites (table default 20; JSON and CSV "
                           "default all)")
+    flt.add_argument("--phase", metavar="NAME", default=None,
+                     help="only the allocations made in this phase "
+                          "(RT_PHASE_BEGIN/END; a name or an id), in every "
+                          "output")
     flt.add_argument("--skip", action="append", type=_regex, metavar="REGEX",
                      help="a function matching REGEX (re.search on its name) "
                           "that directly calls the allocator is a wrapper: "
@@ -122,6 +140,8 @@ REPORT_FLAGS = (
     ("min_size", "--min-size", "value"), ("depth", "--depth", "value"),
     ("top", "--top", "value"), ("skip", "--skip", "list"),
     ("title", "--title", "value"), ("stacks", "--stacks", "value"),
+    ("timeline", "--timeline", "value"), ("sort", "--sort", "value"),
+    ("phase", "--phase", "value"),
 )
 
 
@@ -164,7 +184,7 @@ def check_outputs(opts):
             seen[real] = name
 
 
-OUTPUTS = ("json", "folded", "svg", "csv", "pprof")
+OUTPUTS = ("json", "folded", "svg", "csv", "pprof", "timeline")
 
 
 def check_not_input(opts, data):

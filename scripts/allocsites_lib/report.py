@@ -23,7 +23,32 @@ Report = collections.namedtuple("Report", [
     "duplicates",  # sample records perf wrote twice, dropped
     "verdict",     # completeness.Verdict, or None: derived from lost
     "pprof",       # --pprof: the encoded profile (bytes), else None
-], defaults=(None, 0, None, None))
+    "liveness",    # LiveSummary, or None when no frees were recorded
+], defaults=(None, 0, None, None, None))
+
+# Who holds the memory (liveness.py computes it; docs/output-formats.md
+# describes it). Estimates (floats) in sampled mode.
+LiveSummary = collections.namedtuple("LiveSummary", [
+    "peak_bytes",       # total live bytes at the peak
+    "peak_count",       # allocations live at the peak
+    "peak_time",        # ns from the first event to the peak
+    "leaked_bytes",     # live at the end (exit, or end of recording)
+    "leaked_count",
+    "temporary",        # allocations freed by the very next event; None
+                        # in sampled mode
+    "unmatched_frees",  # (count, bytes): frees of pointers never seen
+    "untracked",        # sampled allocations the header could not track
+    "committed",        # None, or (peak, at the peak, at the end) bytes
+    "phases",           # [PhaseRow], [] when the program marks none
+    "phase",            # the --phase the outputs are restricted to, or None
+    "unmatched_phase_ends",  # int
+    "open_phases",      # int: phases still open at exit, closed there
+])
+# One phase (RT_PHASE_BEGIN/END). left_live, peak, growth: None without
+# frees; committed_growth: None without commit events.
+PhaseRow = collections.namedtuple(
+    "PhaseRow", "id name runs count bytes left_live peak growth "
+                "committed_growth")
 
 
 def lost_words(lost, reason):
