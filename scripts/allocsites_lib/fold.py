@@ -18,6 +18,9 @@ import re
 
 from . import parse
 from .completeness import COUNTED_AS
+from .eventlog import EventLog
+
+PHASE_KINDS = ("phase_begin", "phase_end")
 from .symbolize import Frame
 
 # Functions that start a thread or a process: a stack that does not end in
@@ -107,8 +110,12 @@ class Tally:
     them (merge(); every field needs a rule in MERGE_RULES). The entry
     factories are module functions so that a Tally pickles."""
 
-    def __init__(self, min_size=0):
+    def __init__(self, min_size=0, log=True):
         self.min_size = min_size
+        # Every event in time order, for the liveness sweep (liveness.py):
+        # who holds the memory needs the frees matched to their allocations
+        # across the workers' time ranges. None: counters only.
+        self.log = EventLog() if log else None
         self.stacks = collections.defaultdict(ExactEntry)
         self.sampled = collections.defaultdict(SampledEntry)
         self.weight_gcd = 0                   # R's guess for old headers
@@ -153,7 +160,10 @@ class Tally:
                 return
             last[tid] = time
         self.events[kind] += 1
+        log = self.log
         if kind == "exit":   # weight: rt:exit's counts (3, or 8 now)
+            if log is not None:
+                log.append("exit", time, pid, tid, 0, 0)
             fired = self.fired.setdefault(pid, [])
             fired.extend([0] * (len(weight) - len(fired)))
             for i, n in enumerate(weight):
@@ -166,9 +176,21 @@ class Tally:
         if kind == "free":
             self.frees[0] += 1
             self.frees[1] += size
+            if log is not None:
+                log.append("free", time, pid, tid, ptr, size)
             return
         if kind not in ("alloc", "sample"):   # release, commit, phase_begin...
+            if log is not None:   # phases: the id is in tag
+                log.append(kind, time, pid, tid,
+                           tag if kind in PHASE_KINDS else ptr, size)
             return
+        if log is not None:
+            # Under --min-size too: their frees must find them.
+            if kind == "alloc":
+                log.append("alloc", time, pid, tid, ptr, size, (frames, tag))
+            elif size > 0 and weight > 0:
+                log.append("sample", time, pid, tid, ptr, weight,
+                           (frames, tag), size)
         if size < self.min_size:
             self.filtered += 1
             return
@@ -259,6 +281,12 @@ def _sum_per_process(_name, mine, theirs):
     return mine
 
 
+def _concatenate(_name, mine, theirs):
+    if mine is None or theirs is None:
+        return mine if theirs is None else theirs
+    return mine.extend(theirs)
+
+
 def _gcd(_name, mine, theirs):
     return math.gcd(mine, theirs)
 
@@ -287,6 +315,7 @@ MERGE_RULES = {
     "_last_time": _latest,   # only the duplicate filter reads it
     "received": _sum_per_process,
     "fired": _sum_per_process,
+    "log": _concatenate,   # workers merge in time order (parallel.collect)
 }
 
 
