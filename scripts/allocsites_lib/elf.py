@@ -126,11 +126,17 @@ def stapsdt_probes(elf, with_base=False):
     return probes
 
 
-def tag_names(elf):
+def phase_names(elf):
+    """{phase id: name} from the .rt_phases records RT_PHASE_NAME emits
+    (the .rt_tags layout)."""
+    return tag_names(elf, ".rt_phases")
+
+
+def tag_names(elf, section=".rt_tags"):
     """{tag: name} from the .rt_tags records RT_TAG_NAME emits.
 
     Record: u32 tag, u32 n, n bytes of NUL-terminated name, padded to 4."""
-    blob = elf.section(".rt_tags") or b""
+    blob = elf.section(section) or b""
     names = {}
     off = 0
     while off + 8 <= len(blob):

@@ -356,8 +356,10 @@ class Site:
 Stack = collections.namedtuple("Stack", "frames count bytes tags peak leaked "
                                "temporary", defaults=(None, None, None))
 
+# site_of: {(raw stack, tag): (function, file, line) of its site}, for
+# whatever is kept per key elsewhere (the timeline's series).
 Profile = collections.namedtuple(
-    "Profile", "sites stacks count bytes truncated")
+    "Profile", "sites stacks count bytes truncated site_of", defaults=(None,))
 
 
 def tag_label(tag, names):
@@ -374,18 +376,24 @@ def call_site_stack(logical, skip_re):
 
 
 def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
-         mode="exact"):
+         mode="exact", entries=None, live=None):
     """Sum a Tally per call site.
 
     tag_names: {tag: name}; skip: regex str for wrapper functions; tags:
     set of tag names or numbers (as str) to keep, None for all; depth: keep
-    at most this many frames of each stack (the site and its callers)."""
+    at most this many frames of each stack (the site and its callers);
+    entries: {key: entry} to fold instead of the tally's (one phase's);
+    live: {key: liveness.KeyLive} to sum per site and stack as well
+    (None: no frees recorded, the liveness fields stay None)."""
     tag_names = tag_names or {}
     skip_re = re.compile(skip) if skip else None
-    entries = tally.entries(mode)
+    if entries is None:
+        entries = tally.entries(mode)
     symbolizer.resolve({raw for frames, _ in entries for raw in frames})
     sites = {}
     stacks = collections.OrderedDict()
+    site_of = {}
+    stack_live = collections.defaultdict(lambda: [0, 0, 0])
     total_count = total_bytes = truncated = 0
     for (frames, tag), entry in entries.items():
         count, nbytes = entry.count, entry.bytes
@@ -400,11 +408,16 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
                 chain += (CUT_SHORT,)
         site_frame = chain[0] if chain else NO_CALLER
         key = (site_frame.function, site_frame.file, site_frame.line)
+        site_of[(frames, tag)] = key
         site = sites.get(key)
         if site is None:
             site = sites[key] = Site(site_frame)
         site.count += count
         site.bytes += nbytes
+        kl = None
+        if live is not None:
+            kl = live.get((frames, tag)) or ZERO_LIVE
+            add_live(site, kl, mode)
         if mode == "sampled":
             site.weight_by_size2 += entry.weight_by_size2
             site.samples += entry.samples
@@ -421,9 +434,46 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
         stacks[shown] = total._replace(count=total.count + count,
                                        bytes=total.bytes + nbytes)
         total.tags[label] += nbytes
+        if kl is not None:
+            sl = stack_live[shown]
+            sl[0] += kl.peak_bytes
+            sl[1] += kl.leaked_bytes
+            sl[2] += kl.temporary or 0
     ordered = sorted(sites.values(), key=lambda s: (
         -s.bytes, -s.count, s.frame.file, s.frame.line, s.frame.function))
+
+    def finish(s):
+        s = s._replace(tags=dict(s.tags))
+        if live is None:
+            return s
+        peak, leaked, temporary = stack_live[s.frames]
+        return s._replace(peak=peak, leaked=leaked, temporary=None
+                          if mode == "sampled" else temporary)
+
     stack_list = sorted(
-        (s._replace(tags=dict(s.tags)) for s in stacks.values()),
+        (finish(s) for s in stacks.values()),
         key=lambda s: (-s.bytes, -s.count, [f.function for f in s.frames]))
-    return Profile(ordered, stack_list, total_count, total_bytes, truncated)
+    return Profile(ordered, stack_list, total_count, total_bytes, truncated,
+                   site_of)
+
+
+class _ZeroLive:
+    """A key the sweep has no figures for: nothing live, nothing temporary."""
+    peak_bytes = peak_count = leaked_bytes = leaked_count = temporary = 0
+
+
+ZERO_LIVE = _ZeroLive()
+
+
+def add_live(site, kl, mode):
+    """Adds one key's liveness (liveness.KeyLive) to a Site."""
+    if site.peak_bytes is None:
+        site.peak_bytes = site.peak_count = 0
+        site.leaked_bytes = site.leaked_count = 0
+        site.temporary = None if mode == "sampled" else 0
+    site.peak_bytes += kl.peak_bytes
+    site.peak_count += kl.peak_count
+    site.leaked_bytes += kl.leaked_bytes
+    site.leaked_count += kl.leaked_count
+    if site.temporary is not None:
+        site.temporary += kl.temporary or 0

@@ -8,8 +8,8 @@ import os
 import re
 import sys
 
-from . import (collapsed, completeness, csvout, elf, jsonout, perfrun,
-               pprofout, sitestacks, svg, table)
+from . import (collapsed, completeness, csvout, elf, jsonout, livereport,
+               liveness, perfrun, pprofout, sitestacks, svg, table)
 from .elf import skip_patterns, tag_names
 from .fold import fold
 from .options import skip_regex
@@ -96,8 +96,12 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     declared = declared_skips(tally, symbolizer)
     skip = "|".join(p for p in [skip_regex(opts)] +
                     ["(?:%s)" % r for r, _ in declared] if p) or None
-    result = fold(tally, symbolizer, names, skip, tags, opts.depth, mode)
-    warnings = list(symbolizer.warnings)
+    warnings = []
+    sweep, live_summary, entries, live = liveness_of(
+        tally, opts, symbolizer, mode, warnings)
+    result = fold(tally, symbolizer, names, skip, tags, opts.depth, mode,
+                  entries=entries, live=live)
+    warnings = list(symbolizer.warnings) + warnings
     for regex, dso in declared:
         warnings.append("wrappers declared by %s (RT_SKIP): %s; their "
                         "callers are charged" % (os.path.basename(dso), regex))
@@ -167,11 +171,62 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
         pprof = pprofout.encode(
             tally, symbolizer, names, mode,
             sampling["sample_bytes"] if sampling else 0, tags)
-    return Report(mode=mode, profile=result, events=dict(tally.events),
-                  malformed=tally.malformed, lost=lost,
-                  lost_reason=lost_reason, frees=tuple(tally.frees),
-                  filters=filters, warnings=warnings, sampling=sampling,
-                  duplicates=tally.duplicates, verdict=check, pprof=pprof)
+    report = Report(mode=mode, profile=result, events=dict(tally.events),
+                    malformed=tally.malformed, lost=lost,
+                    lost_reason=lost_reason, frees=tuple(tally.frees),
+                    filters=filters, warnings=warnings, sampling=sampling,
+                    duplicates=tally.duplicates, verdict=check, pprof=pprof,
+                    liveness=live_summary)
+    if sweep is not None and getattr(opts, "timeline", None):
+        title = opts.title or "allocsites: live bytes over time"
+        timeline_svg = livereport.render_timeline(
+            sweep, tally.log, result, phase_names_of(tally, symbolizer),
+            title, svg.report_subtitle(report))
+        report = report._replace(timeline=timeline_svg)
+    return report
+
+
+def phase_names_of(tally, symbolizer):
+    return livereport.phase_names(tally, symbolizer)
+
+
+def liveness_of(tally, opts, symbolizer, mode, warnings):
+    """(sweep, LiveSummary, entries, live) for build_report: the liveness
+    sweep over the tally's event log when frees or phases were recorded
+    (else all None), the --phase selection (entries: that phase's
+    allocations for fold, or None for all), and live: {key: KeyLive} for
+    fold (None without frees)."""
+    log = tally.log
+    has_frees = livereport.frees_recorded(tally)
+    has_phases = bool(tally.events.get("phase_begin"))
+    if log is None or not (has_frees or has_phases):
+        if getattr(opts, "phase", None):
+            warnings.append("--phase %s: this recording has no phases "
+                            "(RT_PHASE_BEGIN/END)" % opts.phase)
+        return None, None, None, None
+    sweep = liveness.sweep(log, mode)
+    names = livereport.phase_names(tally, symbolizer)
+    phase = "all"
+    wanted = getattr(opts, "phase", None)
+    if wanted:
+        phase, problem = livereport.resolve_phase(wanted, names,
+                                                  set(sweep.phases))
+        if problem:
+            warnings.append(problem)
+            phase = -1   # no such phase: nothing is selected
+    entries, live = livereport.selection(sweep, phase)
+    fired = [c for c in tally.fired.values()]
+    untracked = sum(c[7] for c in fired if len(c) > 7)
+    warnings.extend(livereport.warnings(sweep, untracked, names))
+    rows = livereport.phase_rows(sweep, names)
+    if not has_frees:   # without frees nothing is ever freed: no liveness
+        rows = [r._replace(left_live=None, peak=None, growth=None)
+                for r in rows]
+        live = None
+    summary = livereport.summary(
+        sweep, rows, None if phase == "all" else wanted, untracked, mode) \
+        if has_frees else None
+    return sweep, summary, entries, live
 
 
 def finish_report(tally, opts, symbolizer, lost, lost_reason, data=None,
@@ -215,6 +270,8 @@ def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
         with open(opts.pprof, "wb") as f:
             f.write(report.pprof)
         written.append(("pprof", opts.pprof))
+    if report.timeline is not None:
+        save("timeline", opts.timeline, report.timeline)
     if opts.folded:
         save("folded", opts.folded, collapsed.render_folded(report, opts.weight))
     if opts.svg:

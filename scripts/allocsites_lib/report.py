@@ -24,7 +24,8 @@ Report = collections.namedtuple("Report", [
     "verdict",     # completeness.Verdict, or None: derived from lost
     "pprof",       # --pprof: the encoded profile (bytes), else None
     "liveness",    # LiveSummary, or None when no frees were recorded
-], defaults=(None, 0, None, None, None))
+    "timeline",    # --timeline: the SVG text, else None
+], defaults=(None, 0, None, None, None, None))
 
 # Who holds the memory (liveness.py computes it; docs/output-formats.md
 # describes it). Estimates (floats) in sampled mode.

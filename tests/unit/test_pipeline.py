@@ -50,10 +50,13 @@ def make_tally():
     t = Tally()
     whole = [PROBE, PARSE, MAIN10, ROOT]
     cut = [PROBE, XMALLOC, LEX, MAIN12]
-    for e in ([alloc(whole, 100, tag=1)] * 2 + [alloc(whole, 50, tag=9)]
-              + [alloc(cut, 10, tag=2)] * 4 + [alloc([], 8, tag=2)]
-              + [free(60), free(60)]):
-        t.add(e)
+    allocs = ([alloc(whole, 100, tag=1)] * 2 + [alloc(whole, 50, tag=9)]
+              + [alloc(cut, 10, tag=2)] * 4 + [alloc([], 8, tag=2)])
+    # distinct pointers; the frees free the first two allocations
+    for i, e in enumerate(allocs):
+        t.add(e._replace(ptr=0x1000 + 0x100 * i))
+    for i in range(2):
+        t.add(free(60)._replace(ptr=0x1000 + 0x100 * i))
     t.add(None)
     return t
 
