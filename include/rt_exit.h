@@ -4,7 +4,16 @@
  * perf's own loss counter is neither exact nor always written (a file
  * that perf cannot read to the end counts nothing), so the program
  * counts what it fires: each recorded event's enabled path adds one to
- * rt__fired[kind], and at exit rt:exit reports the three totals. The
+ * rt__fired[kind], and at exit rt:exit reports the totals:
+ *
+ *     rt:exit(allocs, frees, samples, sample_frees, releases, commits,
+ *             phases, untracked)
+ *
+ * commits counts rt:commit and rt:decommit, phases rt:phase_begin and
+ * rt:phase_end; untracked is not an event but the number of rt:sample
+ * events whose pointer the sampled pointer table (rt_live.h) could not
+ * hold: their frees can never be matched. Readers of the first three
+ * (older reports) are unaffected: arguments are only appended. The
  * report compares them with the events it received (docs/design.md,
  * "Completeness"). Nothing of this runs when nothing records: the counts
  * sit behind the semaphores, after the probe.
@@ -25,11 +34,17 @@
 #define RT__FIRED_ALLOC 0
 #define RT__FIRED_FREE 1
 #define RT__FIRED_SAMPLE 2
+#define RT__FIRED_SAMPLE_FREE 3
+#define RT__FIRED_RELEASE 4
+#define RT__FIRED_COMMIT 5   /* rt:commit and rt:decommit */
+#define RT__FIRED_PHASE 6    /* rt:phase_begin and rt:phase_end */
+#define RT__FIRED_UNTRACKED 7
+#define RT__FIRED_KINDS 8
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-__attribute__((weak, visibility("hidden"))) unsigned long long rt__fired[3];
+__attribute__((weak, visibility("hidden"))) unsigned long long rt__fired[RT__FIRED_KINDS];
 /* 1 once the fork handler is registered, 2 once rt:exit has fired: the
  * constructor and the destructor below are listed once per translation
  * unit that includes this header, and must act once per ELF file. */
@@ -40,9 +55,9 @@ __attribute__((weak, visibility("hidden"))) int rt__exit_state;
 
 __attribute__((weak, visibility("hidden"), used)) void rt__fork_child(void)
 {
-    rt__fired[RT__FIRED_ALLOC] = 0;
-    rt__fired[RT__FIRED_FREE] = 0;
-    rt__fired[RT__FIRED_SAMPLE] = 0;
+    int i;
+    for (i = 0; i < RT__FIRED_KINDS; i++)
+        rt__fired[i] = 0;
 }
 
 __attribute__((weak, visibility("hidden"), constructor, used)) void
@@ -58,13 +73,13 @@ __attribute__((weak, visibility("hidden"), destructor(101), used)) void
 rt__exit_fire(void)
 {
     if (rt__exit_state != 2) {
-        unsigned long long a, f, s;
+        unsigned long long c[RT__FIRED_KINDS];
+        int i;
         rt__exit_state = 2;
-        a = __atomic_load_n(&rt__fired[RT__FIRED_ALLOC], __ATOMIC_RELAXED);
-        f = __atomic_load_n(&rt__fired[RT__FIRED_FREE], __ATOMIC_RELAXED);
-        s = __atomic_load_n(&rt__fired[RT__FIRED_SAMPLE], __ATOMIC_RELAXED);
+        for (i = 0; i < RT__FIRED_KINDS; i++)
+            c[i] = __atomic_load_n(&rt__fired[i], __ATOMIC_RELAXED);
         if (rt__on(&rt_exit_semaphore)) {
-            RT__PROBE_EXIT(a, f, s);
+            RT__PROBE_EXIT(c);
         }
     }
 }

@@ -11,15 +11,27 @@
  *
  *     RT_TAG_NAME(3, "ast");                  at file scope: tag 3 is "ast"
  *
- * Events (perf names them sdt_rt:alloc, sdt_rt:free, sdt_rt:sample,
- * sdt_rt:exit):
+ *     RT_RELEASE(base, len);                  an arena released in bulk
+ *     RT_COMMIT(p, n); RT_DECOMMIT(p, n);     memory mapped from / returned
+ *                                             to the system
+ *     RT_PHASE_BEGIN(2); ... RT_PHASE_END(2); a phase of the program
+ *     RT_PHASE_NAME(2, "parse");              at file scope: phase 2's name
+ *
+ * Events (perf names them sdt_rt:NAME):
  *     rt:alloc (void *ptr, size_t size, unsigned int tag)      every one
  *     rt:free  (void *ptr, size_t size, unsigned int tag)
  *     rt:sample(void *ptr, size_t size, unsigned int tag,
  *               unsigned long long weight,
  *               unsigned long long rate)                       sampled
- *     rt:exit  (unsigned long long allocs, unsigned long long frees,
- *               unsigned long long samples)                    at exit
+ *     rt:sample_free(void *ptr, unsigned long long weight)     a sampled
+ *               block freed (RT_FREE, while rt:sample_free is recorded)
+ *     rt:release(void *base, size_t len)  every live block in
+ *               [base, base + len) is freed at once
+ *     rt:commit  (void *ptr, size_t size)
+ *     rt:decommit(void *ptr, size_t size)
+ *     rt:phase_begin(unsigned int id), rt:phase_end(unsigned int id)
+ *     rt:exit  (unsigned long long allocs, frees, samples, sample_frees,
+ *               releases, commits, phases, untracked)          at exit
  * RT_ALLOC fires both rt:alloc and rt:sample: which one a profile gets
  * depends only on the event perf records. rt:sample fires for about one
  * allocation per RT_SAMPLE_BYTES bytes (default 512 KiB; environment,
@@ -29,7 +41,7 @@
  *
  * End-to-end count: while an event is recorded, its enabled path also
  * counts it (per process and ELF file), and at exit rt:exit reports the
- * three totals, so the report can tell a complete recording from one that
+ * totals (rt_exit.h), so the report can tell a complete recording from one that
  * lost events, whatever perf says (docs/design.md, "Completeness").
  *
  * Cost when nothing records: each probe site is one test of the
@@ -67,6 +79,19 @@
         __attribute__((used, section(".rt_tags"), aligned(4))) = {           \
             (unsigned int)(tag), (unsigned int)sizeof(name), name}
 
+/* RT_PHASE_NAME(id, "parse"): names a phase (RT_PHASE_BEGIN/END) for
+ * reports. A record in the ELF section .rt_phases, laid out as .rt_tags:
+ * u32 id, u32 n = sizeof(name), n bytes of name with its NUL, padded to
+ * 4 bytes. No code, no relocation. */
+#define RT_PHASE_NAME(id, name)                                               \
+    static const struct {                                                     \
+        unsigned int t;                                                       \
+        unsigned int n;                                                       \
+        char s[sizeof(name)];                                                 \
+    } RT__UNIQUE(rt__phase_name_)                                             \
+        __attribute__((used, section(".rt_phases"), aligned(4))) = {         \
+            (unsigned int)(id), (unsigned int)sizeof(name), name}
+
 /* RT_SKIP("^xmalloc$"): at file scope, declares the allocator's own
  * wrapper functions (a regular expression, Python syntax, matched with
  * re.search against function names) once for every report: a matching
@@ -92,6 +117,11 @@
     ((void)sizeof(ptr), (void)sizeof(size), (void)sizeof(tag))
 #define RT_FREE(ptr, size, tag)                                               \
     ((void)sizeof(ptr), (void)sizeof(size), (void)sizeof(tag))
+#define RT_RELEASE(base, len) ((void)sizeof(base), (void)sizeof(len))
+#define RT_COMMIT(ptr, size) ((void)sizeof(ptr), (void)sizeof(size))
+#define RT_DECOMMIT(ptr, size) ((void)sizeof(ptr), (void)sizeof(size))
+#define RT_PHASE_BEGIN(id) ((void)sizeof(id))
+#define RT_PHASE_END(id) ((void)sizeof(id))
 
 #else /* probes compiled in */
 
@@ -152,12 +182,26 @@
             [s] "r"((unsigned long long)(size)), [t] "r"((unsigned int)(tag)), \
             [w] "r"((unsigned long long)(weight)),                            \
             [r] "r"((unsigned long long)(rate)))
-/* rt:exit: (allocs, frees, samples) */
-#define RT__PROBE_EXIT(a, f, s)                                               \
+/* rt:release, rt:commit, rt:decommit, rt:sample_free: two 8-byte
+ * arguments (an address and a length or weight). */
+#define RT__PROBE2(name, first, second)                                       \
     __asm__ __volatile__(                                                     \
-        RT__SDT_NOTE(exit, "8@%[a] 8@%[f] 8@%[s]")                           \
-        : : [a] "r"((unsigned long long)(a)), [f] "r"((unsigned long long)(f)), \
-            [s] "r"((unsigned long long)(s)))
+        RT__SDT_NOTE(name, "8@%[a] 8@%[b]")                                  \
+        : : [a] "r"((unsigned long long)(size_t)(first)),                     \
+            [b] "r"((unsigned long long)(second)))
+/* rt:phase_begin, rt:phase_end: (id), 4 bytes */
+#define RT__PROBE_ID(name, id)                                                \
+    __asm__ __volatile__(RT__SDT_NOTE(name, "4@%[i]")                        \
+                         : : [i] "r"((unsigned int)(id)))
+/* rt:exit: (allocs, frees, samples, sample_frees, releases, commits,
+ * phases, untracked); n points to the eight counts. */
+#define RT__PROBE_EXIT(n)                                                     \
+    __asm__ __volatile__(                                                     \
+        RT__SDT_NOTE(exit, "8@%[a] 8@%[f] 8@%[s] 8@%[sf] 8@%[r] 8@%[c] "    \
+                           "8@%[ph] 8@%[u]")                                 \
+        : : [a] "r"((n)[0]), [f] "r"((n)[1]), [s] "r"((n)[2]),                \
+            [sf] "r"((n)[3]), [r] "r"((n)[4]), [c] "r"((n)[5]),               \
+            [ph] "r"((n)[6]), [u] "r"((n)[7]))
 
 /* The semaphores. sys/sdt.h names them <provider>_<probe>_semaphore and
  * perf computes the kernel's ref_ctr_offset from the ELF section that must
@@ -167,57 +211,80 @@
  *  - each ELF object has its own (hidden): a shared library's probes test
  *    the semaphore the kernel raises for that library, never a copy
  *    interposed by the executable;
- *  - they sit side by side in one aligned 8-byte block, so that one load
- *    can test several of them. */
+ *  - they sit side by side in one aligned block, so that one load can test
+ *    several of them. Each stays a named 2-byte object (perf finds a
+ *    probe's semaphore by its address in the note, and the kernel counts
+ *    in those 2 bytes); the wider words below are aliases over them.
+ *
+ * Layout (byte offsets in the 24-byte block, aligned to 8):
+ *
+ *      0 alloc        2 sample       4 exit         6 commit
+ *      8 free        10 sample_free 12 release     14 decommit
+ *     16 phase_begin 18 phase_end   20 (padding)
+ *
+ *   rt__alloc_semaphores   u32 at 0: alloc + sample, RT_ALLOC's one test
+ *   rt__free_semaphores    u32 at 8: free + sample_free, RT_FREE's one
+ *                          test (sample_free: the sampled pointer table
+ *                          is in use, the free must be looked up)
+ *   rt__release_semaphores u64 at 8: free, sample_free, release, decommit:
+ *                          RT_RELEASE's one test (it must purge the table
+ *                          while sample_free is recorded, even when
+ *                          rt:release is not; an aligned word cannot hold
+ *                          both sample_free and release without free, and
+ *                          the extra bits only send a rare release down
+ *                          the enabled path, where it tests its own)
+ * Each word is aligned to its size, so the plain-C fallback on other
+ * targets makes aligned loads. */
 #ifdef __cplusplus
 extern "C" {
 #endif
-extern volatile unsigned short rt_alloc_semaphore
-    __attribute__((visibility("hidden")));
-extern volatile unsigned short rt_free_semaphore
-    __attribute__((visibility("hidden")));
-extern volatile unsigned short rt_sample_semaphore
-    __attribute__((visibility("hidden")));
-extern volatile unsigned short rt_exit_semaphore
-    __attribute__((visibility("hidden")));
-/* rt:alloc's and rt:sample's semaphores as one word: RT_ALLOC tests both
- * with one compare. */
+#define RT__DECLARE_SEM(name)                                                 \
+    extern volatile unsigned short rt_##name##_semaphore                      \
+        __attribute__((visibility("hidden")));
+RT__DECLARE_SEM(alloc)
+RT__DECLARE_SEM(sample)
+RT__DECLARE_SEM(exit)
+RT__DECLARE_SEM(commit)
+RT__DECLARE_SEM(free)
+RT__DECLARE_SEM(sample_free)
+RT__DECLARE_SEM(release)
+RT__DECLARE_SEM(decommit)
+RT__DECLARE_SEM(phase_begin)
+RT__DECLARE_SEM(phase_end)
 extern volatile unsigned int rt__alloc_semaphores
+    __attribute__((visibility("hidden")));
+extern volatile unsigned int rt__free_semaphores
+    __attribute__((visibility("hidden")));
+extern volatile unsigned long long rt__release_semaphores
     __attribute__((visibility("hidden")));
 #ifdef __cplusplus
 }
 #endif
 
+#define RT__SEM_SYMBOL(sym, size)                                             \
+    ".weak " sym "\n.hidden " sym "\n.type " sym ", @object\n"               \
+    ".size " sym ", " #size "\n" sym ":\n"
+#define RT__SEM(name) RT__SEM_SYMBOL("rt_" name "_semaphore", 2) ".2byte 0\n"
 __asm__(".pushsection .probes,\"awG\",@progbits,rt_probes_semaphores,comdat\n"
         ".balign 8\n"
-        ".weak rt__alloc_semaphores\n"
-        ".hidden rt__alloc_semaphores\n"
-        ".type rt__alloc_semaphores, @object\n"
-        ".size rt__alloc_semaphores, 4\n"
-        "rt__alloc_semaphores:\n"
-        ".weak rt_alloc_semaphore\n"
-        ".hidden rt_alloc_semaphore\n"
-        ".type rt_alloc_semaphore, @object\n"
-        ".size rt_alloc_semaphore, 2\n"
-        "rt_alloc_semaphore: .2byte 0\n"
-        ".weak rt_sample_semaphore\n"
-        ".hidden rt_sample_semaphore\n"
-        ".type rt_sample_semaphore, @object\n"
-        ".size rt_sample_semaphore, 2\n"
-        "rt_sample_semaphore: .2byte 0\n"
-        ".weak rt_free_semaphore\n"
-        ".hidden rt_free_semaphore\n"
-        ".type rt_free_semaphore, @object\n"
-        ".size rt_free_semaphore, 2\n"
-        "rt_free_semaphore: .2byte 0\n"
-        ".weak rt_exit_semaphore\n"
-        ".hidden rt_exit_semaphore\n"
-        ".type rt_exit_semaphore, @object\n"
-        ".size rt_exit_semaphore, 2\n"
-        "rt_exit_semaphore: .2byte 0\n"
+        RT__SEM_SYMBOL("rt__alloc_semaphores", 4)
+        RT__SEM("alloc")
+        RT__SEM("sample")
+        RT__SEM("exit")
+        RT__SEM("commit")
+        RT__SEM_SYMBOL("rt__release_semaphores", 8)
+        RT__SEM_SYMBOL("rt__free_semaphores", 4)
+        RT__SEM("free")
+        RT__SEM("sample_free")
+        RT__SEM("release")
+        RT__SEM("decommit")
+        RT__SEM("phase_begin")
+        RT__SEM("phase_end")
+        ".balign 8\n"
         ".popsection\n");
 
-/* rt__on(sem), rt__on32(sems): is the semaphore (any of the two) raised?
+/* rt__on(sem), rt__on32(sems), rt__on64(sems): is the semaphore (any of
+ * the two, the four) raised?
  * On x86-64 an asm goto makes the test exactly two instructions,
  * `cmpw/cmpl $0, sem(%rip); jne`, where plain C gives three (GCC loads a
  * volatile into a register first). The enabled path is marked cold so it
@@ -240,9 +307,11 @@ __asm__(".pushsection .probes,\"awG\",@progbits,rt_probes_semaphores,comdat\n"
     }
 RT__DEFINE_ON(rt__on, unsigned short, "cmpw")
 RT__DEFINE_ON(rt__on32, unsigned int, "cmpl")
+RT__DEFINE_ON(rt__on64, unsigned long long, "cmpq")
 #else
 #define rt__on(sem) __builtin_expect(*(sem) != 0, 0)
 #define rt__on32(sems) __builtin_expect(*(sems) != 0, 0)
+#define rt__on64(sems) __builtin_expect(*(sems) != 0, 0)
 #endif
 
 #define RT_ALLOC_ENABLED() rt__on(&rt_alloc_semaphore)
@@ -278,11 +347,45 @@ RT__DEFINE_ON(rt__on32, unsigned int, "cmpl")
     } while (0)
 #define RT_FREE(ptr, size, tag)                                               \
     do {                                                                      \
-        if (RT_FREE_ENABLED()) {                                              \
-            RT__FIRE(free, ptr, size, tag)                                    \
-            rt__count(RT__FIRED_FREE);                                        \
+        if (rt__on32(&rt__free_semaphores)) {                                 \
+            if (RT_FREE_ENABLED()) {                                          \
+                RT__FIRE(free, ptr, size, tag)                                \
+                rt__count(RT__FIRED_FREE);                                    \
+            }                                                                 \
         }                                                                     \
     } while (0)
+
+/* Bulk release, committed memory, phases: docs/probes.md says when to use
+ * each. Same shape as above: one test of the semaphore(s), the arguments
+ * evaluated only on the enabled path. */
+#define RT_RELEASE(base, len)                                                 \
+    do {                                                                      \
+        if (rt__on64(&rt__release_semaphores)) {                              \
+            if (rt__on(&rt_release_semaphore)) {                              \
+                RT__PROBE2(release, base, len);                               \
+                rt__count(RT__FIRED_RELEASE);                                 \
+            }                                                                 \
+        }                                                                     \
+    } while (0)
+#define RT__SIMPLE2(name, a, b, counter)                                      \
+    do {                                                                      \
+        if (rt__on(&rt_##name##_semaphore)) {                                 \
+            RT__PROBE2(name, a, b);                                           \
+            rt__count(counter);                                               \
+        }                                                                     \
+    } while (0)
+#define RT_COMMIT(ptr, size) RT__SIMPLE2(commit, ptr, size, RT__FIRED_COMMIT)
+#define RT_DECOMMIT(ptr, size)                                                \
+    RT__SIMPLE2(decommit, ptr, size, RT__FIRED_COMMIT)
+#define RT__PHASE(name, id)                                                   \
+    do {                                                                      \
+        if (rt__on(&rt_##name##_semaphore)) {                                 \
+            RT__PROBE_ID(name, id);                                           \
+            rt__count(RT__FIRED_PHASE);                                       \
+        }                                                                     \
+    } while (0)
+#define RT_PHASE_BEGIN(id) RT__PHASE(phase_begin, id)
+#define RT_PHASE_END(id) RT__PHASE(phase_end, id)
 
 #endif /* RT_PROBES_DISABLE */
 #endif /* RT_PROBES_H */

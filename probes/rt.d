@@ -7,8 +7,10 @@
  * match the header's: same provider, names, argument count, sizes and
  * signedness.
  *
- * perf names the events sdt_rt:alloc, sdt_rt:free, sdt_rt:sample and
- * sdt_rt:exit.
+ * perf names the events sdt_rt:NAME (sdt_rt:alloc, sdt_rt:free, ...).
+ * The header's macros RT_RELEASE, RT_COMMIT, RT_DECOMMIT, RT_PHASE_BEGIN
+ * and RT_PHASE_END have the names dtrace -h gives these probes;
+ * rt:sample_free and rt:exit are fired by the header itself.
  *
  * systemtap's dtrace (4.8) warns "syntax error near: probe free": its
  * pyparsing grammar will not take the name free. It then parses the file
@@ -24,8 +26,24 @@ provider rt {
 	 * the number of bytes it stands for, rate is R, the mean number of
 	 * bytes between samples; see docs/sampling.md. */
 	probe sample(void *ptr, size_t size, unsigned int tag, unsigned long long weight, unsigned long long rate);
-	/* The process exits: how many alloc, free and sample events this ELF
-	 * file fired while each was recorded (the report's end-to-end check;
-	 * rt_probes.h fires it from a destructor). */
-	probe exit(unsigned long long allocs, unsigned long long frees, unsigned long long samples);
+	/* A block an earlier rt:sample reported is freed (fired by RT_FREE
+	 * while rt:sample_free is recorded): its address and that sample's
+	 * weight. */
+	probe sample_free(void *ptr, unsigned long long weight);
+	/* Every live block in [base, base + len) is freed at once (an arena
+	 * released in bulk). */
+	probe release(void *base, size_t len);
+	/* The allocator mapped (committed) size bytes at ptr from the system,
+	 * or returned them. */
+	probe commit(void *ptr, size_t size);
+	probe decommit(void *ptr, size_t size);
+	/* A phase of the program (per thread, nested) begins or ends. */
+	probe phase_begin(unsigned int id);
+	probe phase_end(unsigned int id);
+	/* The process exits: how many events of each kind this ELF file fired
+	 * while each was recorded (the report's end-to-end check; commits
+	 * counts commit and decommit, phases begin and end), and untracked:
+	 * sampled blocks the pointer table could not hold. rt_probes.h fires
+	 * it from a destructor. Arguments are only ever appended. */
+	probe exit(unsigned long long allocs, unsigned long long frees, unsigned long long samples, unsigned long long sample_frees, unsigned long long releases, unsigned long long commits, unsigned long long phases, unsigned long long untracked);
 };

@@ -28,6 +28,11 @@ void use(void *ptr, size_t size, unsigned int tag)
     unsigned long long weight = size * 3;
     RT_ALLOC(ptr, size, tag);
     RT_FREE(ptr, size, tag);
+    RT_RELEASE(ptr, size);
+    RT_COMMIT(ptr, size);
+    RT_DECOMMIT(ptr, size);
+    RT_PHASE_BEGIN(tag);
+    RT_PHASE_END(tag);
     %(sample)s
     (void)weight;
 }
@@ -36,6 +41,9 @@ int main(void) { use(block, sizeof block, 3); return 0; }
 """
 
 ARG_RE = re.compile(r"(-?)(\d+)@")
+
+PROBES = ("alloc", "free", "sample", "sample_free", "release", "commit",
+          "decommit", "phase_begin", "phase_end", "exit")
 
 
 def signature(path):
@@ -55,6 +63,15 @@ def d_probes():
         text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
     return {m.group(1): [a.strip() for a in m.group(2).split(",")]
             for m in re.finditer(r"probe\s+(\w+)\s*\(([^)]*)\)", text)}
+
+
+class _Renamed:
+    """An ELF image whose .rt_phases reads as .rt_tags."""
+    def __init__(self, image):
+        self.image = image
+
+    def section(self, name):
+        return self.image.section(".rt_phases" if name == ".rt_tags" else name)
 
 
 class ProbeContract(unittest.TestCase):
@@ -87,18 +104,22 @@ class ProbeContract(unittest.TestCase):
                        check=True)
         subprocess.run(["dtrace", "--no-pyparsing", "-G", "-s", RT_D, "-o", sem],
                        check=True)
-        # rt_probes.h fires rt:sample from RT_ALLOC and rt:exit from a
-        # destructor; dtrace's header has a macro of its own for each.
+        # rt_probes.h fires rt:sample from RT_ALLOC, rt:sample_free from
+        # RT_FREE and rt:exit from a destructor; dtrace's header has a
+        # macro of its own for each.
         from_d = self.cc(USE % {"include": '#include "rt_gen.h"',
                                 "sample": "RT_SAMPLE(ptr, size, tag, weight, weight);"
-                                          " RT_EXIT(weight, weight, weight);"},
+                                          " RT_SAMPLE_FREE(ptr, weight);"
+                                          " RT_EXIT(weight, weight, weight, weight,"
+                                          " weight, weight, weight, weight);"},
                          "from_d", sem)
         from_h = self.cc(USE % {"include": '#include "rt_probes.h"',
                                 "sample": ""}, "from_h",
                          "-std=c99", "-Wall", "-Wextra", "-pedantic")
         want = signature(from_d)
-        self.assertEqual(set(want), {("rt", "alloc"), ("rt", "free"),
-                                     ("rt", "sample"), ("rt", "exit")})
+        self.assertEqual(set(want), {("rt", n) for n in PROBES})
+        # rt:sample_free comes with the sampled pointer table (next step).
+        del want[("rt", "sample_free")]
         self.assertEqual(signature(from_h), want)
         # And the .d file declares what the header documents.
         self.assertEqual(d_probes(), {
@@ -107,8 +128,19 @@ class ProbeContract(unittest.TestCase):
             "sample": ["void *ptr", "size_t size", "unsigned int tag",
                        "unsigned long long weight",
                        "unsigned long long rate"],
+            "sample_free": ["void *ptr", "unsigned long long weight"],
+            "release": ["void *base", "size_t len"],
+            "commit": ["void *ptr", "size_t size"],
+            "decommit": ["void *ptr", "size_t size"],
+            "phase_begin": ["unsigned int id"],
+            "phase_end": ["unsigned int id"],
             "exit": ["unsigned long long allocs", "unsigned long long frees",
-                     "unsigned long long samples"]})
+                     "unsigned long long samples",
+                     "unsigned long long sample_frees",
+                     "unsigned long long releases",
+                     "unsigned long long commits",
+                     "unsigned long long phases",
+                     "unsigned long long untracked"]})
 
     def test_arguments_are_registers(self):
         prog = self.cc(USE % {"include": '#include "rt_probes.h"', "sample": ""}, "regs")
@@ -175,12 +207,15 @@ class ProbeContract(unittest.TestCase):
 #ifndef SITE_PROBE
 #define SITE_PROBE RT_ALLOC
 #endif
+#ifndef SITE_CALL
+#define SITE_CALL SITE_PROBE(p, n * 3 + 1, (unsigned)(n >> 4))
+#endif
 void *get(unsigned long n);
 void *site(unsigned long n);
 void *site(unsigned long n)
 {
     void *p = get(n);
-    SITE_PROBE(p, n * 3 + 1, (unsigned)(n >> 4));
+    SITE_CALL;
     get(0);
     return p;
 }
@@ -209,9 +244,22 @@ void *site(unsigned long n)
         self.assertEqual(len(added), 2, added)
         self.assertRegex(added[0], r"^cmpl\s+\$0x0,0x0\(%rip\)")
         self.assertRegex(added[1], r"^jne\s")
+        # RT_FREE tests rt:free's and rt:sample_free's as one word.
         added = self.off_path("-DSITE_PROBE=RT_FREE")
         self.assertEqual(len(added), 2, added)
-        self.assertRegex(added[0], r"^cmpw\s+\$0x0,0x0\(%rip\)")
+        self.assertRegex(added[0], r"^cmpl\s+\$0x0,0x0\(%rip\)")
+        # RT_RELEASE tests four semaphores as one 8-byte word, the others
+        # their own; none evaluates its arguments when off.
+        for call, cmp in (("RT_RELEASE(p, n * 3 + 1)", "cmpq"),
+                          ("RT_COMMIT(p, n * 3 + 1)", "cmpw"),
+                          ("RT_DECOMMIT(p, n * 3 + 1)", "cmpw"),
+                          ("RT_PHASE_BEGIN(n >> 4)", "cmpw"),
+                          ("RT_PHASE_END(n >> 4)", "cmpw")):
+            with self.subTest(call=call):
+                added = self.off_path("-DSITE_CALL=" + call)
+                self.assertEqual(len(added), 2, added)
+                self.assertRegex(added[0], r"^%s\s+\$0x0,0x0\(%%rip\)" % cmp)
+                self.assertRegex(added[1], r"^jne\s")
 
     def test_plain_c_semaphore_test_costs_three(self):
         # Why the header uses asm goto on x86-64: GCC loads the volatile
@@ -230,21 +278,51 @@ void *site(unsigned long n)
             parts = line.split()
             if len(parts) >= 8 and parts[7].endswith("_semaphore"):
                 found[parts[7]] = (int(parts[1], 16), parts[5])
-        self.assertEqual(set(found), {"rt_alloc_semaphore",
-                                      "rt_sample_semaphore",
-                                      "rt_free_semaphore",
-                                      "rt_exit_semaphore"})
+        self.assertEqual(set(found), {"rt_%s_semaphore" % n for n in PROBES})
         self.assertEqual({v[1] for v in found.values()}, {"HIDDEN"})
-        # alloc and sample form the word RT_ALLOC tests.
-        self.assertEqual(found["rt_sample_semaphore"][0],
-                         found["rt_alloc_semaphore"][0] + 2)
-        self.assertEqual(found["rt_free_semaphore"][0],
-                         found["rt_alloc_semaphore"][0] + 4)
-        self.assertEqual(found["rt_exit_semaphore"][0],
-                         found["rt_alloc_semaphore"][0] + 6)
         image = elf.open_elf(prog)
         start = image.section_address(".probes")
-        self.assertEqual(found["rt_alloc_semaphore"][0], start)
+        self.assertEqual(start % 8, 0)
+        offsets = {name[3:-10]: addr - start for name, (addr, _) in found.items()}
+        # The layout the words rely on (rt_probes.h): alloc+sample is the
+        # u32 RT_ALLOC tests, free+sample_free the u32 RT_FREE tests,
+        # free..decommit the u64 RT_RELEASE tests (it holds release and
+        # sample_free), each word aligned to its size.
+        self.assertEqual(offsets, {
+            "alloc": 0, "sample": 2, "exit": 4, "commit": 6,
+            "free": 8, "sample_free": 10, "release": 12, "decommit": 14,
+            "phase_begin": 16, "phase_end": 18})
+        sizes = {}
+        for line in syms.splitlines():
+            parts = line.split()
+            if len(parts) >= 8 and parts[7].startswith("rt_") and \
+                    "semaphore" in parts[7]:
+                sizes[parts[7]] = (int(parts[1], 16) - start, int(parts[2]))
+        self.assertEqual(sizes["rt__alloc_semaphores"], (0, 4))
+        self.assertEqual(sizes["rt__free_semaphores"], (8, 4))
+        self.assertEqual(sizes["rt__release_semaphores"], (8, 8))
+        # Each probe's semaphore is its own 2-byte symbol (perf's
+        # ref_ctr_offset is per semaphore).
+        for n in PROBES:
+            self.assertEqual(sizes["rt_%s_semaphore" % n][1], 2, n)
+
+    def test_phase_names_are_records_like_tag_names(self):
+        src = ('#include "rt_probes.h"\n'
+               'RT_PHASE_NAME(1, "lex");\n'
+               'RT_PHASE_NAME(4294967295u, "a_phase_name_of_17");\n'
+               'RT_TAG_NAME(2, "tokens");\n'
+               "int main(void) { RT_PHASE_BEGIN(1); RT_PHASE_END(1); return 0; }\n")
+        for flags in ((), ("-DRT_PROBES_DISABLE",)):
+            with self.subTest(flags=flags):
+                prog = self.cc(src, "phases", "-std=c99", "-Wall", "-Wextra",
+                               "-pedantic", "-Werror", *flags)
+                image = elf.open_elf(prog)
+                blob = image.section(".rt_phases")
+                # Same layout as .rt_tags, so the same reader reads it.
+                self.assertEqual(elf.tag_names(_Renamed(image)),
+                                 {1: "lex", 4294967295: "a_phase_name_of_17"})
+                self.assertEqual(len(blob) % 4, 0)
+                self.assertEqual(len(blob), (8 + 4) + (8 + 20))
 
 
 if __name__ == "__main__":
