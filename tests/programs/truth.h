@@ -12,9 +12,10 @@
  *
  * Liveness and phases (issues 12 and 13). A program that calls
  * truth_init_live instead of truth_init promises to free only through
- * FREE(p), REALLOC and RELEASE_ARENA(arena); the truth then follows every
- * block by pointer, in a fixed-size table (no malloc), and adds (the
- * fields above are unchanged):
+ * FREE(p), REALLOC and RELEASE_ARENA(arena) (which frees the blocks of
+ * ARENA_ALLOC(arena, size, tag)); the truth then follows every block by
+ * pointer, in a fixed-size table (no malloc), and adds (the fields above
+ * are unchanged):
  *   top level:
  *     "pid": the process
  *     "peak_bytes", "peak_count": total live bytes and blocks at the first
@@ -451,14 +452,13 @@ static TRUTH_FN void truth_phase_end(unsigned id)
      truth_alloc(__FILE__, __LINE__, __func__, (tag), (size),                 \
                  rt_realloc((p), (size), (tag)), NULL))
 #define FREE(p) (truth_free(p), rt_free(p))
-/* An arena allocator's calls: ARENA_ALLOC(arena, size, tag) must call the
- * arena's allocation function, whose name the program gives as
- * TRUTH_ARENA_ALLOC (arena, size, tag); RELEASE_ARENA(arena, release)
- * notes the bulk release, then calls release(arena). */
+/* The arena allocator's calls (examples/rtalloc/rt_arena.h): its blocks
+ * are noted with their arena, and RELEASE_ARENA notes them all freed
+ * before the arena is released. */
 #define ARENA_ALLOC(arena, size, tag)                                         \
     truth_alloc(__FILE__, __LINE__, __func__, (tag), (size),                  \
-                TRUTH_ARENA_ALLOC((arena), (size), (tag)), (arena))
-#define RELEASE_ARENA(arena, release) (truth_release(arena), release(arena))
+                rt_arena_alloc((arena), (size), (tag)), (arena))
+#define RELEASE_ARENA(arena) (truth_release(arena), rt_arena_release(arena))
 #define PHASE_BEGIN(id)                                                       \
     do {                                                                      \
         truth_phase_begin(id);                                                \
