@@ -10,7 +10,9 @@
  * 4096 bytes. They are carved from 1 MiB chunks obtained with mmap and are
  * never given back to the system: a freed block goes on a free list of its
  * class. Large blocks (size > 4096) get their own mapping, header at its
- * start, and rt_free unmaps them.
+ * start, and rt_free unmaps them. Every mapping fires rt:commit and every
+ * munmap rt:decommit: the committed bytes a report shows beside live
+ * bytes (the chunks' free blocks are the difference).
  *
  * Threads. Each thread keeps its own free lists (no locking). A thread whose
  * list is empty takes up to BATCH blocks from the shared pool, which carves
@@ -89,11 +91,24 @@ static size_t large_len(size_t size)
     return (size + HDR + page - 1) & ~(page - 1);
 }
 
-static void *map(size_t len)
+/* Memory from and back to the system, the allocator's committed bytes:
+ * rt:commit after each mapping, rt:decommit before each munmap (no call
+ * graph, so where they fire does not matter; out of line, off the hot
+ * paths). */
+static __attribute__((noinline)) void *map(size_t len)
 {
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    if (p == MAP_FAILED)
+        return NULL;
+    RT_COMMIT(p, len);
+    return p;
+}
+
+static __attribute__((noinline)) void unmap(void *p, size_t len)
+{
+    RT_DECOMMIT(p, len);
+    munmap(p, len);
 }
 
 /* Moves up to n blocks of class c from a thread's cache to the pool.
@@ -215,7 +230,7 @@ static inline __attribute__((always_inline)) void release_block(struct hdr *h)
     struct free_block *b = (struct free_block *)h;
 
     if (c == LARGE) {
-        munmap(h, large_len(h->size));
+        unmap(h, large_len(h->size));
         return;
     }
     tc = my_cache();

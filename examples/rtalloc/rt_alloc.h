@@ -23,6 +23,11 @@
  *                    when the block is resized in place (new == old).
  *                    ptr == NULL: only rt:alloc. size == 0: only rt:free.
  *                    Failure: no event.
+ *   rt:commit(p, len) after every mmap (a 1 MiB chunk of small blocks, or
+ *   a large block's mapping), rt:decommit(p, len) before every munmap (a
+ *   large block freed or moved).
+ *
+ * Arenas that release all their blocks at once: rt_arena.h.
  *
  * Thread-safe. Never calls malloc.
  */
