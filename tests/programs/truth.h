@@ -441,6 +441,12 @@ static TRUTH_FN void truth_phase_end(unsigned id)
     pthread_mutex_unlock(&truth_lock);
 }
 
+static TRUTH_FN void truth_rt_free(void *p)
+{
+    truth_free(p);
+    rt_free(p);
+}
+
 /* The allocator's calls with their notes. The pointer is noted after an
  * allocation and before a free (see ORDER above); the comma operator
  * sequences them. */
@@ -451,7 +457,10 @@ static TRUTH_FN void truth_phase_end(unsigned id)
     (truth_free(p),                                                           \
      truth_alloc(__FILE__, __LINE__, __func__, (tag), (size),                 \
                  rt_realloc((p), (size), (tag)), NULL))
-#define FREE(p) (truth_free(p), rt_free(p))
+/* A function, so that FREE(ALLOC(...)) allocates once; the free's call
+ * site does not matter (frees are recorded without a call graph). p of
+ * REALLOC is evaluated twice. */
+#define FREE(p) truth_rt_free(p)
 /* The arena allocator's calls (examples/rtalloc/rt_arena.h): its blocks
  * are noted with their arena, and RELEASE_ARENA notes them all freed
  * before the arena is released. */
