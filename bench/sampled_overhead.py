@@ -46,7 +46,7 @@ def elapsed(cmd):
 
 
 MINICC = [os.path.join(ROOT, "examples", "minicc", n + ".c")
-          for n in ("main", "lexer", "parser", "types")]
+          for n in ("main", "lexer", "parser", "types", "emit")]
 WORKLOADS = {
     # name: (sources, argument, what it is)
     "burst": ([os.path.join(HERE, "burst.c")], "100000000",

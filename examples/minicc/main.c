@@ -1,8 +1,16 @@
 /* main.c - minicc [FUNCTIONS]: generates a program of FUNCTIONS functions
- * (default 500), lexes, parses and type-checks it, frees everything and
- * prints one line of counts. The counts of the objects are the numbers of
- * rt_alloc / rt_realloc calls per tag; allocs= is their sum, which is the
- * number of rt:alloc events, and of rt:free events too (all is freed).
+ * (default 500), lexes and parses it, then type-checks and emits code for
+ * one function at a time, freeing each function's AST and types when it
+ * is done; frees everything and prints one line of counts. The counts of
+ * the objects are the numbers of rt_alloc / rt_realloc calls per tag;
+ * allocs= is their sum, which is the number of rt:alloc events, and of
+ * rt:free events too (all is freed). code_bytes= is the generated code.
+ *
+ * Memory: the tokens and the source text live until the parser is done
+ * with them, so the peak is at the end of parse (tokens, source text, AST
+ * and identifiers); after that, each function's AST goes once compiled.
+ * Phases (RT_PHASE_BEGIN/END): lex and parse run once, check once for the
+ * signatures and once per function, emit once per function.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +28,12 @@ RT_TAG_NAME(TAG_STRINGS, "strings");
 RT_TAG_NAME(TAG_TYPES, "types");
 RT_TAG_NAME(TAG_SCRATCH, "scratch");
 RT_TAG_NAME(TAG_SYMTAB, "symtab");
+RT_TAG_NAME(TAG_CODE, "code");
+
+RT_PHASE_NAME(PHASE_LEX, "lex");
+RT_PHASE_NAME(PHASE_PARSE, "parse");
+RT_PHASE_NAME(PHASE_CHECK, "check");
+RT_PHASE_NAME(PHASE_EMIT, "emit");
 
 struct stats stats;
 
@@ -33,9 +47,9 @@ void out_of_memory(void)
 static char *src;
 static size_t src_len, src_cap;
 
-static void emit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void src_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-static void emit(const char *fmt, ...)
+static void src_printf(const char *fmt, ...)
 {
     va_list ap;
     int n;
@@ -80,25 +94,25 @@ static void gen_expr(unsigned f, unsigned nvars, int depth)
     if (depth <= 0 || r < 3) {
         r = rnd(3);
         if (r == 0)
-            emit("%u", rnd(100));
+            src_printf("%u", rnd(100));
         else if (r == 1 || nvars == 0)
-            emit("%c", 'a' + rnd(arity(f)));
+            src_printf("%c", 'a' + rnd(arity(f)));
         else
-            emit("v%u", rnd(nvars));
+            src_printf("v%u", rnd(nvars));
     } else if (r < 4 && f > 0) {
         g = rnd(f); /* an earlier function */
-        emit("f%u(", g);
+        src_printf("f%u(", g);
         for (i = 0; i < arity(g); i++) {
-            emit("%s", i ? ", " : "");
+            src_printf("%s", i ? ", " : "");
             gen_expr(f, nvars, depth - 2);
         }
-        emit(")");
+        src_printf(")");
     } else {
-        emit("%s", r < 6 ? "(" : "");
+        src_printf("%s", r < 6 ? "(" : "");
         gen_expr(f, nvars, depth - 1);
-        emit(" %c ", "+-*/"[rnd(4)]);
+        src_printf(" %c ", "+-*/"[rnd(4)]);
         gen_expr(f, nvars, depth - 1);
-        emit("%s", r < 6 ? ")" : "");
+        src_printf("%s", r < 6 ? ")" : "");
     }
 }
 
@@ -109,30 +123,30 @@ static void gen_stmts(unsigned f, unsigned *nvars, int n, int indent)
 
     while (n-- > 0) {
         r = rnd(10);
-        emit("%*s", 4 * indent, "");
+        src_printf("%*s", 4 * indent, "");
         if (r < 4 || *nvars == 0) {
-            emit("let v%u = ", *nvars);
+            src_printf("let v%u = ", *nvars);
             gen_expr(f, *nvars, 4);
             ++*nvars;
-            emit(";\n");
+            src_printf(";\n");
         } else if (r < 7 || indent > 2) {
-            emit("v%u = ", rnd(*nvars));
+            src_printf("v%u = ", rnd(*nvars));
             gen_expr(f, *nvars, 4);
-            emit(";\n");
+            src_printf(";\n");
         } else {
-            emit("%s (", r < 9 ? "if" : "while");
+            src_printf("%s (", r < 9 ? "if" : "while");
             gen_expr(f, *nvars, 3);
-            emit(" %s ", cmp[rnd(3)]);
+            src_printf(" %s ", cmp[rnd(3)]);
             gen_expr(f, *nvars, 3);
-            emit(") {\n");
+            src_printf(") {\n");
             gen_stmts(f, nvars, 1 + (int)rnd(3), indent + 1);
-            emit("%*s}", 4 * indent, "");
+            src_printf("%*s}", 4 * indent, "");
             if (r == 8) {
-                emit(" else {\n");
+                src_printf(" else {\n");
                 gen_stmts(f, nvars, 1 + (int)rnd(2), indent + 1);
-                emit("%*s}", 4 * indent, "");
+                src_printf("%*s}", 4 * indent, "");
             }
-            emit("\n");
+            src_printf("\n");
         }
     }
 }
@@ -147,15 +161,39 @@ static void gen_program(unsigned nfuncs)
         out_of_memory();
     stats.scratch++;
     for (f = 0; f < nfuncs; f++) {
-        emit("fn f%u(", f);
+        src_printf("fn f%u(", f);
         for (i = 0; i < arity(f); i++)
-            emit(i ? ", %c" : "%c", 'a' + i);
-        emit(") {\n");
+            src_printf(i ? ", %c" : "%c", 'a' + i);
+        src_printf(") {\n");
         nvars = 0;
         gen_stmts(f, &nvars, 3 + (int)rnd(5), 1);
-        emit("    return ");
+        src_printf("    return ");
         gen_expr(f, nvars, 4);
-        emit(";\n}\n");
+        src_printf(";\n}\n");
+    }
+}
+
+/* Type-checks and emits each function; once it is emitted, its AST and
+ * the types of its expressions are freed (the N_FUNC node and its
+ * signature stay: later functions call it). */
+static void compile(struct node *program)
+{
+    struct node *f;
+
+    RT_PHASE_BEGIN(PHASE_CHECK);
+    check_decls(program);
+    RT_PHASE_END(PHASE_CHECK);
+    for (f = program; f; f = f->next) {
+        RT_PHASE_BEGIN(PHASE_CHECK);
+        check_func(f);
+        RT_PHASE_END(PHASE_CHECK);
+        RT_PHASE_BEGIN(PHASE_EMIT);
+        emit_func(f);
+        free_ast(f->a);
+        free_ast(f->b);
+        f->a = f->b = NULL;
+        free_func_types();
+        RT_PHASE_END(PHASE_EMIT);
     }
 }
 
@@ -175,26 +213,31 @@ int main(int argc, char **argv)
      * bench/sampled_overhead.py compares it across builds. */
     clock_gettime(CLOCK_MONOTONIC, &t0);
     gen_program((unsigned)nfuncs);
+    RT_PHASE_BEGIN(PHASE_LEX);
     tokens = lex(src, src_len);
+    RT_PHASE_END(PHASE_LEX);
+    RT_PHASE_BEGIN(PHASE_PARSE);
     program = parse(tokens);
-    errors = check(program);
+    free_tokens(tokens); /* the parser's input: the AST points to neither */
+    rt_free(src);
+    RT_PHASE_END(PHASE_PARSE);
+    compile(program);
+    errors = check_errors();
 
     free_types();
     free_ast(program);
     free_idents();
-    free_tokens(tokens);
-    rt_free(src);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     getrusage(RUSAGE_SELF, &ru); /* cpu_ns: user + system time, traps too */
 
     printf("minicc: functions=%d tokens=%ld nodes=%ld max_depth=%d "
-           "strings=%ld types=%ld scratch=%ld symtab=%ld allocs=%ld "
-           "errors=%d elapsed_ns=%lld cpu_ns=%lld\n",
+           "strings=%ld types=%ld scratch=%ld symtab=%ld code=%ld allocs=%ld "
+           "code_bytes=%ld errors=%d elapsed_ns=%lld cpu_ns=%lld\n",
            nfuncs, stats.tokens, stats.nodes, stats.max_depth, stats.strings,
-           stats.types, stats.scratch, stats.symtab_grows,
+           stats.types, stats.scratch, stats.symtab_grows, stats.code,
            stats.tokens + stats.nodes + stats.strings + stats.types +
-               stats.scratch + stats.symtab_grows,
-           errors, (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL +
+               stats.scratch + stats.symtab_grows + stats.code,
+           stats.code_bytes, errors, (long long)(t1.tv_sec - t0.tv_sec) * 1000000000LL +
                        (t1.tv_nsec - t0.tv_nsec),
            ((long long)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL +
             ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL);

@@ -1,10 +1,13 @@
 /* minicc.h - a toy compiler front end, the allocsites demo program.
  *
  * main.c generates a synthetic program in memory, then lexer.c turns it
- * into a list of tokens, parser.c into an AST (interning identifiers) and
- * types.c type-checks it. Every object comes from the reference allocator
- * (examples/rtalloc) with a tag saying what it is for; each file allocates
- * from its own call sites, which is what a profile by call site shows.
+ * into a list of tokens, parser.c into an AST (interning identifiers);
+ * then, one function at a time, types.c type-checks it, emit.c generates
+ * its code, and its AST and types are freed. Every object comes from the
+ * reference allocator (examples/rtalloc) with a tag saying what it is
+ * for; each file allocates from its own call sites, which is what a
+ * profile by call site shows. main.c marks the phases (lex, parse, check,
+ * emit) with RT_PHASE_BEGIN/END.
  */
 #ifndef MINICC_H
 #define MINICC_H
@@ -20,12 +23,17 @@ enum {
     TAG_STRINGS = 3, /* interned identifiers and their hash table */
     TAG_TYPES = 4,   /* struct type */
     TAG_SCRATCH = 5, /* short-lived buffers; also the source text */
-    TAG_SYMTAB = 6   /* the symbol table, grown by rt_realloc */
+    TAG_SYMTAB = 6,  /* the symbol table, grown by rt_realloc */
+    TAG_CODE = 7     /* a function's generated code, grown by rt_realloc */
 };
+
+/* Phases; main.c gives them their names with RT_PHASE_NAME. */
+enum { PHASE_LEX = 1, PHASE_PARSE = 2, PHASE_CHECK = 3, PHASE_EMIT = 4 };
 
 /* What was allocated, per kind of object (one rt_alloc or rt_realloc each). */
 struct stats {
-    long tokens, nodes, strings, types, scratch, symtab_grows;
+    long tokens, nodes, strings, types, scratch, symtab_grows, code;
+    long code_bytes; /* generated */
     int max_depth; /* of the AST */
 };
 extern struct stats stats;
@@ -97,8 +105,16 @@ struct node *parse(const struct token *t); /* list of N_FUNC */
 void free_ast(struct node *n);
 void free_idents(void);
 
-/* types.c */
-int check(struct node *program); /* number of errors */
+/* types.c: check_decls(program) first (the functions' signatures), then
+ * check_func on each function; free_func_types frees the types made by
+ * the last check_func, free_types all the others. */
+void check_decls(struct node *program);
+void check_func(struct node *f);
+int check_errors(void);
+void free_func_types(void);
 void free_types(void);
+
+/* emit.c: stack-machine code for a checked function; counts its bytes. */
+void emit_func(const struct node *f);
 
 #endif /* MINICC_H */

@@ -3,8 +3,10 @@
  * Every declaration (function, parameter, variable) gets an entry in the
  * symbol table, an array grown by rt_realloc (tag symtab: it reaches a few
  * hundred KiB, large blocks). Every operator and call gets a fresh type
- * object (tag types). Each function's scope and each call's argument types
- * are scratch buffers (tag scratch) freed as soon as they are checked.
+ * object (tag types), freed with the function's AST when the function is
+ * compiled (free_func_types). Each function's scope and each call's
+ * argument types are scratch buffers (tag scratch) freed as soon as they
+ * are checked.
  */
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +23,7 @@ struct sym {
 static struct sym *symtab;
 static int nsyms, capsyms;
 static struct type *all_types; /* every type, linked by ->all */
+static struct type *func_types;  /* all_types when check_func began */
 static const struct type *int_type;
 static int errors;
 
@@ -171,10 +174,11 @@ static int count_decls(const struct node *n)
     return count;
 }
 
-static void check_func(struct node *f)
+void check_func(struct node *f)
 {
     struct node *p;
 
+    func_types = all_types;
     scope = rt_alloc((count_decls(f->a) + count_decls(f->b->a) + 1) *
                          sizeof *scope,
                      TAG_SCRATCH);
@@ -189,7 +193,16 @@ static void check_func(struct node *f)
     scope = NULL;
 }
 
-int check(struct node *program)
+void free_func_types(void)
+{
+    while (all_types != func_types) {
+        struct type *next = all_types->all;
+        rt_free(all_types);
+        all_types = next;
+    }
+}
+
+void check_decls(struct node *program)
 {
     struct node *f;
     int nparams;
@@ -205,8 +218,10 @@ int check(struct node *program)
                             nparams);
         f->name->sym = declare(f->name, f->type, f);
     }
-    for (f = program; f; f = f->next) /* then their bodies */
-        check_func(f);
+}
+
+int check_errors(void)
+{
     return errors;
 }
 
@@ -217,6 +232,7 @@ void free_types(void)
         rt_free(all_types);
         all_types = next;
     }
+    func_types = NULL;
     rt_free(symtab);
     symtab = NULL;
     nsyms = capsyms = 0;
