@@ -26,10 +26,14 @@ memory-over-time Timeline. The definitions follow heaptrack's
 
 Speed: the loop is plain Python over the log's columns, with the hot
 state in local variables and one tuple per live allocation. Measured on
-the shared 2-CPU VM (Python 3.11): ~1.2 million events/s for an exact log
-of allocations and frees without phases (both passes counted, the peak
-halfway), ~1 million/s with nested phases (tests/unit/test_liveness.py,
-Speed, prints the figure with ALLOCSITES_SPEED=1).
+the shared 2-CPU VM (Python 3.11) on 1.9 million events of allocations
+and frees (tests/unit/test_liveness.py, big_log; the peak halfway): the
+main pass 2.8 million events/s, the whole sweep (with the second pass to
+the peak) 1.9 million/s; 1.3 million/s with phases; a sampled log of
+sample and sample_free events, 1.0 million/s. The Speed test prints the
+figure with ALLOCSITES_SPEED=1. Memory: one tuple and a dict entry per
+live allocation (~150 bytes), and the timeline's snapshots, 8 bytes per
+key per point (400 points of 10000 keys: 32 MB).
 """
 
 import bisect
@@ -64,7 +68,7 @@ Timeline = collections.namedtuple(
     "Timeline", "times total by_key committed phases")
 
 GRANULE_BITS = 16     # the release index buckets pointers by 64 KiB
-DENSE_LIMIT = 1 << 22  # per-(phase, key) counters in lists up to this size
+DENSE_LIMIT = 1 << 20  # per-(phase, key) counters in lists up to this size
 NO_PHASE = (0, ())    # a thread outside every phase: (code base, runs)
 NO_POINTER = -1       # rt pointers are unsigned: never equal to this
 
@@ -526,7 +530,9 @@ def _bands(s):
     or touch, ordered by start."""
     by_id = collections.defaultdict(list)
     for phase, t0, t1 in zip(s.run_id, s.run_t0, s.run_t1):
-        by_id[phase].append((t0, t1))
+        # (a run still open here lost its thread to a tid reused by
+        # another live process: it ends with the log)
+        by_id[phase].append((t0, s.last_time if t1 is None else t1))
     out = []
     for phase, spans in by_id.items():
         spans.sort()
