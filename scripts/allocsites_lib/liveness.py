@@ -169,9 +169,9 @@ class _Sweep:
         self.thread_phase = {}                # tid -> (code base, runs)
         self.total = 0
         self.ctotal = 0
-        # Runs of phases, by number: slot, pid, tid, id, start, end, totals
-        # at the start, live bytes allocated inside, best total.
-        self.run_slot, self.run_pid, self.run_tid, self.run_id = [], [], [], []
+        # Runs of phases, by number: slot, pid, id, start, end, totals at
+        # the start, live bytes allocated inside, best total.
+        self.run_slot, self.run_pid, self.run_id = [], [], []
         self.run_t0, self.run_t1 = [], []
         self.run_total0, self.run_commit0 = [], []
         self.run_live, self.run_best = [], []
@@ -199,6 +199,7 @@ class _Sweep:
     # ------------------------------------------------------------ the loop
 
     def run(self, stop):
+        """Replays the first `stop` events (once per _Sweep)."""
         plan = self.plan
         kinds, times, pids, tids, col_a, col_b, sizes, keyidx = \
             self.log.columns()
@@ -425,7 +426,7 @@ class _Sweep:
         self._flush(proc)
         r = len(self.run_slot)
         for column, value in ((self.run_slot, slot), (self.run_pid, proc.pid),
-                              (self.run_tid, tid), (self.run_id, phase),
+                              (self.run_id, phase),
                               (self.run_t0, t), (self.run_t1, None),
                               (self.run_total0, proc.total),
                               (self.run_commit0, proc.commit),
