@@ -26,10 +26,14 @@ memory-over-time Timeline. The definitions follow heaptrack's
 
 Speed: the loop is plain Python over the log's columns, with the hot
 state in local variables and one tuple per live allocation. Measured on
-the shared 2-CPU VM (Python 3.11): ~1.2 million events/s for an exact log
-of allocations and frees without phases (both passes counted, the peak
-halfway), ~1 million/s with nested phases (tests/unit/test_liveness.py,
-Speed, prints the figure with ALLOCSITES_SPEED=1).
+the shared 2-CPU VM (Python 3.11) on 1.9 million events of allocations
+and frees (tests/unit/test_liveness.py, big_log; the peak halfway): the
+main pass 2.8 million events/s, the whole sweep (with the second pass to
+the peak) 1.9 million/s; 1.3 million/s with phases; a sampled log of
+sample and sample_free events, 1.0 million/s. The Speed test prints the
+figure with ALLOCSITES_SPEED=1. Memory: one tuple and a dict entry per
+live allocation (~150 bytes), and the timeline's snapshots, 8 bytes per
+key per point (400 points of 10000 keys: 32 MB).
 """
 
 import bisect
@@ -64,7 +68,7 @@ Timeline = collections.namedtuple(
     "Timeline", "times total by_key committed phases")
 
 GRANULE_BITS = 16     # the release index buckets pointers by 64 KiB
-DENSE_LIMIT = 1 << 22  # per-(phase, key) counters in lists up to this size
+DENSE_LIMIT = 1 << 20  # per-(phase, key) counters in lists up to this size
 NO_PHASE = (0, ())    # a thread outside every phase: (code base, runs)
 NO_POINTER = -1       # rt pointers are unsigned: never equal to this
 
@@ -165,9 +169,9 @@ class _Sweep:
         self.thread_phase = {}                # tid -> (code base, runs)
         self.total = 0
         self.ctotal = 0
-        # Runs of phases, by number: slot, pid, tid, id, start, end, totals
-        # at the start, live bytes allocated inside, best total.
-        self.run_slot, self.run_pid, self.run_tid, self.run_id = [], [], [], []
+        # Runs of phases, by number: slot, pid, id, start, end, totals at
+        # the start, live bytes allocated inside, best total.
+        self.run_slot, self.run_pid, self.run_id = [], [], []
         self.run_t0, self.run_t1 = [], []
         self.run_total0, self.run_commit0 = [], []
         self.run_live, self.run_best = [], []
@@ -195,6 +199,7 @@ class _Sweep:
     # ------------------------------------------------------------ the loop
 
     def run(self, stop):
+        """Replays the first `stop` events (once per _Sweep)."""
         plan = self.plan
         kinds, times, pids, tids, col_a, col_b, sizes, keyidx = \
             self.log.columns()
@@ -421,7 +426,7 @@ class _Sweep:
         self._flush(proc)
         r = len(self.run_slot)
         for column, value in ((self.run_slot, slot), (self.run_pid, proc.pid),
-                              (self.run_tid, tid), (self.run_id, phase),
+                              (self.run_id, phase),
                               (self.run_t0, t), (self.run_t1, None),
                               (self.run_total0, proc.total),
                               (self.run_commit0, proc.commit),
@@ -526,7 +531,9 @@ def _bands(s):
     or touch, ordered by start."""
     by_id = collections.defaultdict(list)
     for phase, t0, t1 in zip(s.run_id, s.run_t0, s.run_t1):
-        by_id[phase].append((t0, t1))
+        # (a run still open here lost its thread to a tid reused by
+        # another live process: it ends with the log)
+        by_id[phase].append((t0, s.last_time if t1 is None else t1))
     out = []
     for phase, spans in by_id.items():
         spans.sort()
