@@ -12,10 +12,11 @@
  *
  * Liveness and phases (issues 12 and 13). A program that calls
  * truth_init_live instead of truth_init promises to free only through
- * FREE(p), REALLOC and RELEASE_ARENA(arena) (which frees the blocks of
- * ARENA_ALLOC(arena, size, tag)); the truth then follows every block by
- * pointer, in a fixed-size table (no malloc), and adds (the fields above
- * are unchanged):
+ * FREE(p) (a function: FREE(ALLOC(n, tag)) allocates once), REALLOC and
+ * RELEASE_ARENA(arena) (which frees the blocks of ARENA_ALLOC(arena, size,
+ * tag), examples/rtalloc/rt_arena.h); the truth then follows every block
+ * by pointer, in a fixed-size table (no malloc), and adds (the fields
+ * above are unchanged):
  *   top level:
  *     "pid": the process
  *     "peak_bytes", "peak_count": total live bytes and blocks at the first
@@ -25,8 +26,8 @@
  *         free of the process (nothing allocated or freed in between; a
  *         REALLOC is a free of the old block, then an allocation, as the
  *         allocator's events are, and REALLOC(p, 0) a free only; an arena
- *         release is an event too, but
- *         makes nothing temporary)
+ *         release is an event too, but makes nothing temporary; phase
+ *         begins and ends are not events here)
  *     "unmatched_frees": [count, bytes]: frees of blocks this process
  *         never allocated (a forked child freeing its parent's blocks:
  *         see truth_forked_child)
@@ -47,6 +48,8 @@
  *         that thread
  *     "open_phases": [id, ...]: runs still open at exit (closed there, in
  *         the order they were begun)
+ *     Per process: a forked child's figures are in its own file. The
+ *     phase fields are there (empty, zero) in programs without phases.
  *   per record:
  *     "peak_bytes", "peak_count": the site's live bytes and blocks at the
  *         peak moment above (not its own maximum)
@@ -58,13 +61,14 @@
  * note them, with each thread's own stack of open runs: END(id) closes
  * the innermost open run of id and every run opened inside it.
  *
- * ORDER. Peak, temporary, left_live, peak and growth of phases depend on
- * the order of events, and the truth sees them in the order it notes them,
- * which is the order perf records them only where threads do not
- * allocate or free concurrently: a program must make those moments
+ * ORDER. Peak, temporary, and left_live, peak and growth of phases depend
+ * on the order of events, and the truth sees them in the order it notes
+ * them, which is the order perf records them only where threads do not
+ * allocate or free concurrently (the notes are not made under one lock
+ * with the allocator's calls): a program must make those moments
  * unambiguous itself (threads stopped at a barrier around the peak and
  * around phase begins and ends that other threads' blocks would change;
- * temporaries made while one thread runs). The per-pointer bookkeeping is
+ * temporaries made while one thread runs; see t_phases' workers). The per-pointer bookkeeping is
  * always right: a free is noted before the allocator gets the block back
  * and an allocation after the allocator hands it out, so a pointer
  * reused by another thread is never seen live twice.
@@ -298,8 +302,17 @@ static TRUTH_FN void *truth_alloc(const char *file, int line,
     truth_sites[s].bytes += size;
     at = truth_slot(p);
     b = &truth_live.table[at];
-    if (b->p) /* inherited from the parent and reused: forget it */
-        truth_slot_clear(at), at = truth_slot(p), b = &truth_live.table[at];
+    if (b->p) {
+        /* Live already: a block inherited from the parent, whose memory
+         * the child freed without FREE (forget it), or a free the program
+         * did not note (a bug in the test program). */
+        if (b->site >= 0)
+            truth_die("ALLOC returned a block the truth thinks is live: "
+                      "a free without FREE?");
+        truth_slot_clear(at);
+        at = truth_slot(p);
+        b = &truth_live.table[at];
+    }
     if (truth_live.blocks + 1 >= TRUTH_LIVE_MAX / 2)
         truth_die("too many live blocks");
     b->p = p;
