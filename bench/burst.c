@@ -14,9 +14,11 @@
 #include <time.h>
 
 #include "rt_alloc.h"
-#ifdef BENCH_RAISE_SAMPLE_SEMAPHORE
-/* For bench/offcost_callgrind.py: run the sampler with nothing attached
- * (the probe's nop executes, no trap), to count its instructions. */
+#if defined(BENCH_RAISE_SAMPLE_SEMAPHORE) || defined(BENCH_RAISE_SAMPLE_FREE_SEMAPHORE)
+/* For bench/offcost_callgrind.py: run the sampler (and with
+ * BENCH_RAISE_SAMPLE_FREE_SEMAPHORE the sampled pointer table: every free
+ * looked up) with nothing attached (the probes' nops execute, no trap), to
+ * count their instructions. */
 #include "rt_probes.h"
 #endif
 
@@ -54,6 +56,9 @@ int main(int argc, char **argv)
     struct rusage ru;
 #ifdef BENCH_RAISE_SAMPLE_SEMAPHORE
     rt_sample_semaphore = 1;
+#endif
+#ifdef BENCH_RAISE_SAMPLE_FREE_SEMAPHORE
+    rt_sample_free_semaphore = 1;
 #endif
     clock_gettime(CLOCK_MONOTONIC, &t0);
     /* main, descend x (depth - 2), storm: depth frames in all. */

@@ -10,6 +10,11 @@ events (2 per pair: rt:alloc and rt:free). Then counts the sampled path
 with rt:sample's semaphore raised by the program (bench/burst built with
 -DBENCH_RAISE_SAMPLE_SEMAPHORE): the countdown and the draws, without the
 kernel trap a recorded sample adds (bench/exact_burst.py measures that).
+Last, the sampled frees: rt:sample_free's semaphore raised too
+(-DBENCH_RAISE_SAMPLE_FREE_SEMAPHORE), so that every sampled pointer goes
+into rt_live.h's table and every rt_free looks its pointer up; the
+difference to the sampled path alone, per pair, is the cost per free while
+sampling (with the rare insert of a sampled pointer and its hit folded in).
 The difference includes what
 the probes change around them (registers kept alive for the arguments, a
 tail call the compiler can no longer make), not only the semaphore test.
@@ -49,9 +54,14 @@ def main():
     off = build("burst-noprobes", burst, "-DRT_PROBES_DISABLE")
     sampling = build("burst-sampling", burst, "-DBENCH_RAISE_SAMPLE_SEMAPHORE")
     n_on, n_off = instructions(on, args.pairs), instructions(off, args.pairs)
+    frees = build("burst-sampling-frees", burst, "-DBENCH_RAISE_SAMPLE_SEMAPHORE",
+                  "-DBENCH_RAISE_SAMPLE_FREE_SEMAPHORE")
     n_sampling = {r: instructions(sampling, args.pairs,
                                   {"RT_SAMPLE_BYTES": r, "RT_SAMPLE_SEED": "1"})
                   for r in ("512k", "64k")}
+    n_frees = {r: instructions(frees, args.pairs,
+                               {"RT_SAMPLE_BYTES": r, "RT_SAMPLE_SEED": "1"})
+               for r in ("512k", "64k")}
     events = 2 * args.pairs
     print("bench/burst %d pairs (%d probe events), gcc -O2, callgrind:"
           % (args.pairs, events))
@@ -69,6 +79,14 @@ def main():
     print("|---|---|---|")
     for r, n in n_sampling.items():
         print("| %s | %d | %+.2f |" % (r, n, (n - n_off) / args.pairs))
+    print()
+    print("Sampled frees, rt:sample_free's semaphore raised too (every sampled "
+          "pointer in the table, every free looked up), per free:")
+    print()
+    print("| RT_SAMPLE_BYTES | instructions | per free vs the sampled path alone |")
+    print("|---|---|---|")
+    for r, n in n_frees.items():
+        print("| %s | %d | %+.2f |" % (r, n, (n - n_sampling[r]) / args.pairs))
 
 
 if __name__ == "__main__":

@@ -53,11 +53,16 @@ __attribute__((weak, visibility("hidden"))) int rt__exit_state;
 #define rt__count(kind)                                                       \
     ((void)__atomic_fetch_add(&rt__fired[kind], 1ULL, __ATOMIC_RELAXED))
 
+/* rt_live.h: the child's sampled pointer table starts empty too. */
+void rt__live_fork_child(void)
+    __attribute__((weak, visibility("hidden"), noinline, used));
+
 __attribute__((weak, visibility("hidden"), used)) void rt__fork_child(void)
 {
     int i;
     for (i = 0; i < RT__FIRED_KINDS; i++)
         rt__fired[i] = 0;
+    rt__live_fork_child();
 }
 
 __attribute__((weak, visibility("hidden"), constructor, used)) void

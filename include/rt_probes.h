@@ -323,6 +323,7 @@ RT__DEFINE_ON(rt__on64, unsigned long long, "cmpq")
 #define RT__FIRE(probe, ptr, size, tag) RT__PROBE3(probe, ptr, size, tag);
 
 #include "rt_exit.h"
+#include "rt_live.h"
 
 /* The sampled stream's probe sits here, in the allocator's own body like
  * rt:alloc, so both events share one call-site rule (the first frame
@@ -338,19 +339,34 @@ RT__DEFINE_ON(rt__on64, unsigned long long, "cmpq")
                 unsigned long long rt__size = (unsigned long long)(size);     \
                 unsigned long long rt__w = rt__sample_weight(rt__size);       \
                 if (rt__w) {                                                  \
-                    RT__PROBE_SAMPLE(ptr, rt__size, tag, rt__w,               \
-                                     rt__sample_rate());                   \
+                    unsigned long long rt__p =                                \
+                        (unsigned long long)(size_t)(ptr);                    \
+                    RT__PROBE_SAMPLE(rt__p, rt__size, tag, rt__w,             \
+                                     rt__sample_rate());                      \
                     rt__count(RT__FIRED_SAMPLE);                              \
+                    if (rt__on(&rt_sample_free_semaphore))                    \
+                        (void)rt__live_insert_call(rt__p, rt__w);             \
                 }                                                             \
             }                                                                 \
         }                                                                     \
     } while (0)
+/* While rt:sample_free is recorded, RT_ALLOC keeps each sampled pointer in
+ * the table of rt_live.h and RT_FREE looks every freed pointer up there:
+ * a sampled block's free fires rt:sample_free(ptr, weight). */
 #define RT_FREE(ptr, size, tag)                                               \
     do {                                                                      \
         if (rt__on32(&rt__free_semaphores)) {                                 \
             if (RT_FREE_ENABLED()) {                                          \
                 RT__FIRE(free, ptr, size, tag)                                \
                 rt__count(RT__FIRED_FREE);                                    \
+            }                                                                 \
+            if (rt__on(&rt_sample_free_semaphore)) {                          \
+                unsigned long long rt__p = (unsigned long long)(size_t)(ptr); \
+                unsigned long long rt__w = rt__live_remove(rt__p);            \
+                if (rt__w) {                                                  \
+                    RT__PROBE2(sample_free, rt__p, rt__w);                    \
+                    rt__count(RT__FIRED_SAMPLE_FREE);                         \
+                }                                                             \
             }                                                                 \
         }                                                                     \
     } while (0)
@@ -361,10 +377,14 @@ RT__DEFINE_ON(rt__on64, unsigned long long, "cmpq")
 #define RT_RELEASE(base, len)                                                 \
     do {                                                                      \
         if (rt__on64(&rt__release_semaphores)) {                              \
+            unsigned long long rt__b = (unsigned long long)(size_t)(base);    \
+            unsigned long long rt__l = (unsigned long long)(len);             \
             if (rt__on(&rt_release_semaphore)) {                              \
-                RT__PROBE2(release, base, len);                               \
+                RT__PROBE2(release, rt__b, rt__l);                            \
                 rt__count(RT__FIRED_RELEASE);                                 \
             }                                                                 \
+            if (rt__on(&rt_sample_free_semaphore))                            \
+                (void)rt__live_purge_call(rt__b, rt__l);                      \
         }                                                                     \
     } while (0)
 #define RT__SIMPLE2(name, a, b, counter)                                      \

@@ -184,7 +184,12 @@ rt__sample_slow(struct rt__sampler *t, unsigned long long size)
 #else
 #define RT__CLOBBER_HIGH_XMM
 #endif
-/* rt__sample_slow(t, size), called so that the compiler sees no call.
+/* RT__DEFINE_CALL2(wrapper, target, type1) defines
+ * `unsigned long long wrapper(type1 a, unsigned long long b)`, which calls
+ * `target(a, b)` (an out-of-line function with a plain C name, returning
+ * an unsigned long long) so that the compiler sees no call. Used for
+ * rt__sample_slow here and for rt_live.h's table insert and purge: the
+ * rare work of a probe's enabled path.
  *
  * Why: the allocator's result must survive whatever runs in the probe's
  * enabled branch. A C call there makes the compiler keep the result in a
@@ -215,57 +220,65 @@ rt__sample_slow(struct rt__sampler *t, unsigned long long size)
 /* DW_CFA_def_cfa_expression (0x0f), 4 bytes: DW_OP_breg7 (%rsp) + N as a
  * two-byte SLEB128, DW_OP_deref: CFA = *(%rsp + N). */
 #define RT__CFA_AT_RSP(n) RT__CFI(".cfi_escape 0x0f, 4, 0x77, " n ", 0, 0x06")
-static inline __attribute__((always_inline)) unsigned long long
-rt__sample_slow_call(struct rt__sampler *t, unsigned long long size)
-{
-    unsigned long long w;
-    __asm__ volatile(RT__CFI(".cfi_remember_state")
-                     "lea -136(%%rsp), %%rsp\n\t"
-                     "mov %%rdx, (%%rsp)\n\t"          /* the CFA's slot */
-                     RT__CFA_AT_RSP("0x80")
-                     "push %%rax\n\t" RT__CFA_AT_RSP("0x88")
-                     "push %%rcx\n\t" RT__CFA_AT_RSP("0x90")
-                     "push %%rdx\n\t" RT__CFA_AT_RSP("0x98")
-                     "push %%rsi\n\t" RT__CFA_AT_RSP("0xa0")
-                     "push %%rdi\n\t" RT__CFA_AT_RSP("0xa8")
-                     "push %%r8\n\t" RT__CFA_AT_RSP("0xb0")
-                     "push %%r9\n\t" RT__CFA_AT_RSP("0xb8")
-                     "push %%r10\n\t" RT__CFA_AT_RSP("0xc0")
-                     "push %%r11\n\t" RT__CFA_AT_RSP("0xc8")
-                     "mov %%rsp, %%rax\n\t"
-                     "and $-16, %%rsp\n\t"
-                     /* CFA = *(%rax + 72): DW_OP_breg0 72, DW_OP_deref */
-                     RT__CFI(".cfi_escape 0x0f, 4, 0x70, 0xc8, 0, 0x06")
-                     "push %%rax\n\tpush %%rax\n\t"
-                     /* CFA = *(*(%rsp) + 72): the saved %rsp, then the slot */
-                     RT__CFI(".cfi_escape 0x0f, 7, 0x77, 0x80, 0, 0x06, "
-                             "0x23, 0x48, 0x06")
-                     "call rt__sample_slow\n\t"
-                     "movq %%rax, %%xmm15\n\t"
-                     "mov (%%rsp), %%rsp\n\t" RT__CFA_AT_RSP("0xc8")
-                     "pop %%r11\n\t" RT__CFA_AT_RSP("0xc0")
-                     "pop %%r10\n\t" RT__CFA_AT_RSP("0xb8")
-                     "pop %%r9\n\t" RT__CFA_AT_RSP("0xb0")
-                     "pop %%r8\n\t" RT__CFA_AT_RSP("0xa8")
-                     "pop %%rdi\n\t" RT__CFA_AT_RSP("0xa0")
-                     "pop %%rsi\n\t" RT__CFA_AT_RSP("0x98")
-                     "pop %%rdx\n\t" RT__CFA_AT_RSP("0x90")
-                     "pop %%rcx\n\t" RT__CFA_AT_RSP("0x88")
-                     "pop %%rax\n\t" RT__CFA_AT_RSP("0x80")
-                     "lea 136(%%rsp), %%rsp\n\t"
-                     RT__CFI(".cfi_restore_state")
-                     "movq %%xmm15, %0"
-                     : "=r"(w)
-                     : "D"(t), "S"(size), "d"(__builtin_dwarf_cfa())
-                     : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4",
-                       "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
-                       "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",
-                       "st", "st(1)", "st(2)", "st(3)", "st(4)", "st(5)",
-                       "st(6)", "st(7)" RT__CLOBBER_HIGH_XMM);
-    return w;
+#define RT__DEFINE_CALL2(wrapper, target, type1)                              \
+static inline __attribute__((always_inline)) unsigned long long               \
+wrapper(type1 t, unsigned long long size)                                     \
+{                                                                             \
+    unsigned long long w;                                                     \
+    __asm__ volatile(RT__CFI(".cfi_remember_state")                           \
+                     "lea -136(%%rsp), %%rsp\n\t"                             \
+                     "mov %%rdx, (%%rsp)\n\t"          /* the CFA's slot */   \
+                     RT__CFA_AT_RSP("0x80")                                   \
+                     "push %%rax\n\t" RT__CFA_AT_RSP("0x88")                  \
+                     "push %%rcx\n\t" RT__CFA_AT_RSP("0x90")                  \
+                     "push %%rdx\n\t" RT__CFA_AT_RSP("0x98")                  \
+                     "push %%rsi\n\t" RT__CFA_AT_RSP("0xa0")                  \
+                     "push %%rdi\n\t" RT__CFA_AT_RSP("0xa8")                  \
+                     "push %%r8\n\t" RT__CFA_AT_RSP("0xb0")                   \
+                     "push %%r9\n\t" RT__CFA_AT_RSP("0xb8")                   \
+                     "push %%r10\n\t" RT__CFA_AT_RSP("0xc0")                  \
+                     "push %%r11\n\t" RT__CFA_AT_RSP("0xc8")                  \
+                     "mov %%rsp, %%rax\n\t"                                   \
+                     "and $-16, %%rsp\n\t"                                    \
+                     /* CFA = *(%rax + 72): DW_OP_breg0 72, DW_OP_deref */    \
+                     RT__CFI(".cfi_escape 0x0f, 4, 0x70, 0xc8, 0, 0x06")      \
+                     "push %%rax\n\tpush %%rax\n\t"                           \
+                     /* CFA = *(*(%rsp) + 72): the saved %rsp, then the slot */ \
+                     RT__CFI(".cfi_escape 0x0f, 7, 0x77, 0x80, 0, 0x06, "     \
+                             "0x23, 0x48, 0x06")                              \
+                     "call " #target "\n\t"                                   \
+                     "movq %%rax, %%xmm15\n\t"                                \
+                     "mov (%%rsp), %%rsp\n\t" RT__CFA_AT_RSP("0xc8")          \
+                     "pop %%r11\n\t" RT__CFA_AT_RSP("0xc0")                   \
+                     "pop %%r10\n\t" RT__CFA_AT_RSP("0xb8")                   \
+                     "pop %%r9\n\t" RT__CFA_AT_RSP("0xb0")                    \
+                     "pop %%r8\n\t" RT__CFA_AT_RSP("0xa8")                    \
+                     "pop %%rdi\n\t" RT__CFA_AT_RSP("0xa0")                   \
+                     "pop %%rsi\n\t" RT__CFA_AT_RSP("0x98")                   \
+                     "pop %%rdx\n\t" RT__CFA_AT_RSP("0x90")                   \
+                     "pop %%rcx\n\t" RT__CFA_AT_RSP("0x88")                   \
+                     "pop %%rax\n\t" RT__CFA_AT_RSP("0x80")                   \
+                     "lea 136(%%rsp), %%rsp\n\t"                              \
+                     RT__CFI(".cfi_restore_state")                            \
+                     "movq %%xmm15, %0"                                       \
+                     : "=r"(w)                                                \
+                     : "D"(t), "S"(size), "d"(__builtin_dwarf_cfa())          \
+                     : "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", \
+                       "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",       \
+                       "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",           \
+                       "st", "st(1)", "st(2)", "st(3)", "st(4)", "st(5)",     \
+                       "st(6)", "st(7)" RT__CLOBBER_HIGH_XMM);                \
+    return w;                                                                 \
 }
+RT__DEFINE_CALL2(rt__sample_slow_call, rt__sample_slow, struct rt__sampler *)
 #else
-#define rt__sample_slow_call rt__sample_slow
+#define RT__DEFINE_CALL2(wrapper, target, type1)                              \
+    static inline __attribute__((always_inline)) unsigned long long           \
+    wrapper(type1 t, unsigned long long size)                                 \
+    {                                                                         \
+        return target(t, size);                                               \
+    }
+RT__DEFINE_CALL2(rt__sample_slow_call, rt__sample_slow, struct rt__sampler *)
 #endif
 
 /* Weight of this allocation's sample, or 0 if it is not sampled. The

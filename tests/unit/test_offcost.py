@@ -1,6 +1,7 @@
 """The cost of the probes when nothing records, counted: the reference
 allocator with its probes must execute exactly 2 more instructions per
-probe event (the semaphore test and its branch) than without them.
+probe event (the semaphore test and its branch) than without them. And
+the cost per free while sampled frees are recorded, bounded.
 
 Counts instructions with valgrind's callgrind, which is repeatable, over
 bench/burst (N rt_alloc + rt_free pairs, 2 events each), with the
@@ -40,6 +41,28 @@ class OffCost(unittest.TestCase):
         self.assertLess(abs(added - 2 * events), 40,
                         "%+.3f instructions per probe event, expected +2"
                         % (added / events))
+
+    def test_cost_per_free_while_sampling(self):
+        # rt:sample_free recorded: every rt_free looks its pointer up in
+        # rt_live.h's table. bench/burst frees each block at once, so the
+        # table stays nearly empty and a lookup is the common miss: the
+        # semaphore tests, the hash and one byte of used[] (13.7 per free
+        # measured, docs/sampling.md). A lookup that reads the bucket's
+        # keys costs about 25 more; a regression to a loop, a call or a
+        # scan past the bucket shows here.
+        burst = [os.path.join(BENCH, "burst.c")]
+        sampling = build("burst-sampling", burst,
+                         "-DBENCH_RAISE_SAMPLE_SEMAPHORE")
+        frees = build("burst-sampling-frees", burst,
+                      "-DBENCH_RAISE_SAMPLE_SEMAPHORE",
+                      "-DBENCH_RAISE_SAMPLE_FREE_SEMAPHORE")
+        env = {"RT_SAMPLE_BYTES": "64k", "RT_SAMPLE_SEED": "1"}
+        def per_pairs(prog):
+            return (instructions(prog, 2 * PAIRS, env) -
+                    instructions(prog, PAIRS, env))
+        per_free = (per_pairs(frees) - per_pairs(sampling)) / PAIRS
+        self.assertGreater(per_free, 10, "the lookup did not run")
+        self.assertLess(per_free, 18)
 
 
 if __name__ == "__main__":
