@@ -5,7 +5,9 @@ whose outputs must not change."""
 import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
-from allocsites_lib import figures, table
+import json
+
+from allocsites_lib import figures, jsonout, table
 from allocsites_lib.fold import Stack
 from allocsites_lib.report import LiveSummary, PhaseRow
 
@@ -213,6 +215,74 @@ class LiveTableTest(unittest.TestCase):
         self.assertEqual(table.render_table(report, cwd="/src").splitlines()[3],
                          "3    512  11.1%      8        -        -          -"
                          "  emit main.c:50  code:512 B")
+
+
+class LiveJsonTest(unittest.TestCase):
+    def test_liveness_and_phases(self):
+        doc = json.loads(jsonout.render_json(live_report(
+            phases=PHASES[:2], committed=(8192, 6144, 4096), phase="lex")))
+        self.assertEqual(doc["version"], 2)
+        self.assertEqual(doc["liveness"], {
+            "peak_bytes": 3072, "peak_count": 4, "peak_time": 1250000,
+            "leaked_bytes": 1280, "leaked_count": 6, "temporary": 7,
+            "unmatched_frees": {"count": 2, "bytes": 48}, "untracked": 0,
+            "committed": {"peak": 8192, "at_peak": 6144, "end": 4096},
+            "phase": "lex", "unmatched_phase_ends": 0, "open_phases": 0})
+        self.assertEqual(doc["phases"], [
+            {"id": 1, "name": "lex", "runs": 2, "count": 5, "bytes": 1024,
+             "left_live": 512, "peak": 1536, "growth": 512,
+             "committed_growth": None},
+            {"id": 2, "name": "parse", "runs": 1, "count": 3, "bytes": 3072,
+             "left_live": 0, "peak": 3072, "growth": -1024,
+             "committed_growth": None}])
+
+    def test_sites_and_stacks(self):
+        doc = jsonout.report_dict(live_report())
+        self.assertEqual(
+            [(s["function"], s["count"], s["bytes"], s["peak_bytes"],
+              s["peak_count"], s["leaked_bytes"], s["leaked_count"],
+              s["temporary"]) for s in doc["sites"]],
+            [("parse_expr", 3, 3072, 2048, 2, 0, 0, 1),
+             ("lex", 5, 1024, 512, 1, 1024, 5, 0),
+             ("emit", 8, 512, 512, 4, 256, 1, 6)])
+        self.assertEqual([(s["frames"][0]["function"], s["peak"], s["leaked"],
+                           s["temporary"]) for s in doc["stacks"]],
+                         [("parse_expr", 2048, 0, 1), ("lex", 512, 1024, 0),
+                          ("emit", 512, 256, 6)])
+
+    def test_version_1_fields_kept_in_their_order(self):
+        keys = list(jsonout.report_dict(live_report()))
+        self.assertEqual(keys, [
+            "version", "mode", "samples", "sample_bytes", "lost",
+            "lost_reason", "complete", "complete_reason", "check", "events",
+            "totals", "truncated_allocations", "liveness", "phases",
+            "filters", "warnings", "sites", "stacks"])
+
+    def test_sampled_estimates_and_null_temporary(self):
+        doc = json.loads(jsonout.render_json(live_report(sampled=True)))
+        live = doc["liveness"]
+        self.assertEqual((live["peak_bytes"], live["leaked_count"],
+                          live["temporary"]), (3072.0, 6.0, None))
+        lex = doc["sites"][1]
+        self.assertEqual((lex["function"], lex["peak_bytes"],
+                          lex["leaked_bytes"], lex["temporary"]),
+                         ("lex", 512.0, 1024.0, None))
+        self.assertEqual((lex["samples"], lex["bytes_error"]), (0, 512.0))
+
+    def test_no_frees(self):
+        doc = jsonout.report_dict(live_report()._replace(liveness=None))
+        self.assertEqual((doc["liveness"], doc["phases"]), (None, []))
+
+    def test_phase_names_escaped(self):
+        phases = [PHASES[0]._replace(name='a"b\\c\n\u2603')]
+        text = jsonout.render_json(live_report(phases=phases))
+        line = [l for l in text.splitlines() if '"runs"' in l][0]
+        self.assertEqual(line.strip().rstrip(","), json.dumps(
+            {"id": 1, "name": 'a"b\\c\n\u2603', "runs": 2, "count": 5,
+             "bytes": 1024, "left_live": 512, "peak": 1536, "growth": 512,
+             "committed_growth": None}))
+        self.assertEqual(json.loads(text)["phases"][0]["name"],
+                         'a"b\\c\n\u2603')
 
 
 class UnknownFiguresTest(unittest.TestCase):

@@ -196,7 +196,7 @@ class WriteOutputsTest(unittest.TestCase):
         self.assertEqual(text, jsonout.render_json(report))
         doc = json.loads(text)
         self.assertEqual((doc["version"], doc["mode"], doc["lost"], doc["totals"]),
-                         (1, "exact", 0, {"count": 8, "bytes": 298, "frees": 2,
+                         (2, "exact", 0, {"count": 8, "bytes": 298, "frees": 2,
                                           "freed_bytes": 120}))
         self.assertEqual([(s["function"], s["file"], s["line"], s["count"], s["bytes"], s["tags"])
                           for s in doc["sites"]],
