@@ -292,9 +292,9 @@ class CollapsedTest(unittest.TestCase):
 class CsvTest(unittest.TestCase):
     def test_exact(self):
         self.assertEqual(csvout.render_csv(make_report()), (
-            "rank,function,file,line,dso,count,bytes,share,avg_size,tags\n"
-            "1,parse_expr,/src/parser.c,120,/usr/bin/app,3,3072,75.0000,1024.00,ast=2048;tokens=1024\n"
-            "2,lex,/src/lexer.c,40,/usr/bin/app,5,1024,25.0000,204.80,7=1024\n"))
+            "rank,function,file,line,dso,count,bytes,share,avg_size,tags,peak_bytes,peak_count,leaked_bytes,leaked_count,temporary\n"
+            "1,parse_expr,/src/parser.c,120,/usr/bin/app,3,3072,75.0000,1024.00,ast=2048;tokens=1024,,,,,\n"
+            "2,lex,/src/lexer.c,40,/usr/bin/app,5,1024,25.0000,204.80,7=1024,,,,,\n"))
 
     def test_top(self):
         rows = list(csv.reader(io.StringIO(csvout.render_csv(make_report(), top=1))))
@@ -305,11 +305,11 @@ class CsvTest(unittest.TestCase):
         rows = list(csv.reader(io.StringIO(csvout.render_csv(
             make_report(sites=[s], count=1, nbytes=10)))))
         self.assertEqual(rows[1], ["1", "operator,(int, \"x\")", "/src/a,b.c", "7", APP, "1",
-                                   "10", "100.0000", "10.00", "a,b=10"])
+                                   "10", "100.0000", "10.00", "a,b=10", "", "", "", "", ""])
 
     def test_empty(self):
         self.assertEqual(csvout.render_csv(empty_report()),
-                         "rank,function,file,line,dso,count,bytes,share,avg_size,tags\n")
+                         "rank,function,file,line,dso,count,bytes,share,avg_size,tags,peak_bytes,peak_count,leaked_bytes,leaked_count,temporary\n")
 
 
 if __name__ == "__main__":

@@ -5,9 +5,11 @@ whose outputs must not change."""
 import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
+import csv
+import io
 import json
 
-from allocsites_lib import figures, jsonout, table
+from allocsites_lib import csvout, figures, jsonout, table
 from allocsites_lib.fold import Stack
 from allocsites_lib.report import LiveSummary, PhaseRow
 
@@ -283,6 +285,30 @@ class LiveJsonTest(unittest.TestCase):
              "committed_growth": None}))
         self.assertEqual(json.loads(text)["phases"][0]["name"],
                          'a"b\\c\n\u2603')
+
+
+class LiveCsvTest(unittest.TestCase):
+    def test_exact(self):
+        self.assertEqual(csvout.render_csv(live_report()), (
+            "rank,function,file,line,dso,count,bytes,share,avg_size,tags,"
+            "peak_bytes,peak_count,leaked_bytes,leaked_count,temporary\n"
+            "1,parse_expr,/src/parser.c,120,/usr/bin/app,3,3072,66.6667,"
+            "1024.00,ast=3072,2048,2,0,0,1\n"
+            "2,lex,/src/lexer.c,40,/usr/bin/app,5,1024,22.2222,204.80,"
+            "tokens=1024,512,1,1024,5,0\n"
+            "3,emit,/src/main.c,50,/usr/bin/app,8,512,11.1111,64.00,"
+            "code=512,512,4,256,1,6\n"))
+
+    def test_sampled_estimates_and_empty_temporary(self):
+        s = live_sites(sampled=True)
+        s[1].peak_bytes, s[1].leaked_count = 512.25, 4.5
+        report = live_report(sampled=True)
+        report = report._replace(profile=report.profile._replace(sites=s))
+        rows = list(csv.reader(io.StringIO(csvout.render_csv(report))))
+        self.assertEqual([r[10:] for r in rows[1:]], [
+            ["2048", "2", "0", "0", ""],
+            ["512.250", "1", "1024", "4.500", ""],
+            ["512", "4", "256", "1", ""]])
 
 
 class UnknownFiguresTest(unittest.TestCase):
