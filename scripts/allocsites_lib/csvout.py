@@ -6,8 +6,12 @@ import io
 from .collapsed import number
 from .report import share
 
+# The liveness columns come last, so that readers of the first ten keep
+# working; their cells are empty when frees were not recorded (temporary:
+# also in sampled mode).
 COLUMNS = ["rank", "function", "file", "line", "dso", "count", "bytes",
-           "share", "avg_size", "tags"]
+           "share", "avg_size", "tags", "peak_bytes", "peak_count",
+           "leaked_bytes", "leaked_count", "temporary"]
 
 
 def render_csv(report, top=None):
@@ -21,5 +25,12 @@ def render_csv(report, top=None):
                     number(site.count), number(site.bytes), "%.4f" % share(site.bytes, profile.bytes),
                     "%.2f" % (site.bytes / site.count if site.count else 0),
                     ";".join("%s=%s" % (t, number(b)) for t, b in sorted(
-                        site.tag_bytes.items()))])
+                        site.tag_bytes.items()))] +
+                   [_cell(v) for v in (site.peak_bytes, site.peak_count,
+                                       site.leaked_bytes, site.leaked_count,
+                                       site.temporary)])
     return buf.getvalue()
+
+
+def _cell(value):
+    return "" if value is None else number(value)

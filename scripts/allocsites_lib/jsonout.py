@@ -1,11 +1,14 @@
-"""The JSON report, version 1 (docs/output-formats.md describes it)."""
+"""The JSON report, version 2 (docs/output-formats.md describes it).
+
+Version 2 adds who holds the memory (issue 12) and the phases (issue 13);
+every field of version 1 is still there, with its meaning."""
 
 import json
 
 from . import sitestacks
 from .report import share, verdict
 
-VERSION = 1
+VERSION = 2
 
 
 def frame_json(frame):
@@ -26,6 +29,11 @@ def report_dict(report, top=None, stacks_site=None):
             "avg_size": (site.bytes / site.count) if site.count else 0,
             "tags": dict(sorted(site.tag_bytes.items())),
             "tag_counts": dict(sorted(site.tag_counts.items())),
+            # null when frees were not recorded (temporary: also in
+            # sampled mode)
+            "peak_bytes": site.peak_bytes, "peak_count": site.peak_count,
+            "leaked_bytes": site.leaked_bytes,
+            "leaked_count": site.leaked_count, "temporary": site.temporary,
         }
         if sampling:
             bytes_err, count_err = site.errors(sampling["sample_bytes"])
@@ -34,7 +42,9 @@ def report_dict(report, top=None, stacks_site=None):
         sites.append(entry)
     stacks = [{"frames": [frame_json(f) for f in s.frames],
                "count": s.count, "bytes": s.bytes,
-               "tags": dict(sorted(s.tags.items()))}
+               "tags": dict(sorted(s.tags.items())),
+               "peak": s.peak, "leaked": s.leaked,
+               "temporary": s.temporary}
               for s in profile.stacks]
     events = {"alloc": 0, "free": 0, "sample": 0}
     events.update(report.events)
@@ -66,6 +76,11 @@ def report_dict(report, top=None, stacks_site=None):
                    else None},
         # allocations whose stack does not reach main/_start/a thread start
         "truncated_allocations": profile.truncated,
+        # who holds the memory: null when frees were not recorded
+        "liveness": liveness_json(report.liveness),
+        # RT_PHASE_BEGIN/END: [] when the program marks none
+        "phases": [phase_json(p) for p in report.liveness.phases]
+        if report.liveness is not None else [],
         "filters": report.filters,
         "warnings": list(report.warnings),
         "sites": sites,
@@ -75,6 +90,31 @@ def report_dict(report, top=None, stacks_site=None):
            if stacks_site else {}),
         "stacks": stacks,
     }
+
+
+def liveness_json(live):
+    """LiveSummary -> object (its phases go to the top-level "phases")."""
+    if live is None:
+        return None
+    count, nbytes = live.unmatched_frees
+    committed = None
+    if live.committed is not None:
+        highest, at_peak, end = live.committed
+        committed = {"peak": highest, "at_peak": at_peak, "end": end}
+    return {"peak_bytes": live.peak_bytes, "peak_count": live.peak_count,
+            "peak_time": live.peak_time,
+            "leaked_bytes": live.leaked_bytes,
+            "leaked_count": live.leaked_count,
+            "temporary": live.temporary,
+            "unmatched_frees": {"count": count, "bytes": nbytes},
+            "untracked": live.untracked, "committed": committed,
+            "phase": live.phase,
+            "unmatched_phase_ends": live.unmatched_phase_ends,
+            "open_phases": live.open_phases}
+
+
+def phase_json(row):
+    return dict(row._asdict())
 
 
 def render_json(report, top=None, stacks_site=None):

@@ -82,7 +82,7 @@ def add_report_options(p):
     """The report options, on the perf-script entry's parser and on the
     allocsites command's report and one-command parsers alike."""
     out = p.add_argument_group("outputs (stdout always gets the table)")
-    out.add_argument("--json", metavar="FILE", help="JSON report (version 1)")
+    out.add_argument("--json", metavar="FILE", help="JSON report (version 2)")
     out.add_argument("--folded", metavar="FILE",
                      help="folded stacks, one 'a;b;site N' line per stack")
     out.add_argument("--svg", metavar="FILE", help="interactive flame graph")

@@ -1,40 +1,55 @@
-"""The stdout table: top sites by bytes, a totals line, events and loss."""
+"""The stdout table: top sites by bytes (or --sort), a totals line, who
+holds the memory when frees were recorded, the phases, events and loss."""
 
 import os
+import re
 
+from . import figures
 from .report import human_bytes, location, lost_text, share, verdict_line
 
+_CTRL = re.compile("[\x00-\x1f\x7f]")
 
-def render_table(report, top=20, cwd=None):
+
+def render_table(report, top=20, cwd=None, sort="bytes"):
+    """sort: bytes, count, peak, leaked or temporary (ValueError, one
+    line, when the report does not know that figure)."""
     profile = report.profile
     cwd = cwd if cwd is not None else os.getcwd()
+    sites = figures.ranked(report, sort)
     # Sampled estimates are rounded and marked with "~".
     est = "~" if report.sampling else ""
+    columns = _site_columns(report, est)
+    header = tuple(name for name, _ in columns) + ("site", "tags")
     rows = []
-    for rank, site in enumerate(profile.sites[:top], 1):
+    for rank, site in enumerate(sites[:top], 1):
         tags = ",".join("%s:%s%s" % (t, est, human_bytes(b)) for t, b in sorted(
             site.tag_bytes.items(), key=lambda kv: (-kv[1], kv[0])))
-        rows.append((str(rank), "%s%.0f" % (est, site.bytes), "%.1f%%" % share(
-            site.bytes, profile.bytes), "%s%.0f" % (est, site.count),
-            "%.1f" % (site.bytes / site.count if site.count else 0),
-            "%s %s" % (site.frame.function, location(site.frame, cwd)), tags))
-    header = ("#", est + "bytes", "share", est + "count", "avg", "site", "tags")
-    widths = [max(len(r[i]) for r in rows + [header]) for i in range(5)]
+        rows.append(tuple(fn(rank, site) for _, fn in columns) + (
+            "%s %s" % (site.frame.function, location(site.frame, cwd)),
+            tags))
+    n = len(columns)
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(n)]
     lines = []
 
     def emit(cols):
-        left = "  ".join(c.rjust(widths[i]) for i, c in enumerate(cols[:5]))
-        lines.append(("%s  %s  %s" % (left, cols[5], cols[6])).rstrip())
+        left = "  ".join(c.rjust(widths[i]) for i, c in enumerate(cols[:n]))
+        lines.append(("%s  %s  %s" % (left, cols[n], cols[n + 1])).rstrip())
 
     emit(header)
     for row in rows:
         emit(row)
     shown = len(rows)
     more = len(profile.sites) - shown
-    lines.append("total: %s%.0f bytes (%s) in %s%.0f allocations at %d sites%s"
+    lines.append("total: %s%.0f bytes (%s) in %s%.0f allocations at %d sites%s%s"
                  % (est, profile.bytes, human_bytes(profile.bytes), est,
                     profile.count, len(profile.sites),
-                    (", %d not shown" % more) if more > 0 else ""))
+                    (", %d not shown" % more) if more > 0 else "",
+                    (", ranked by %s" % RANKED_BY[sort]) if sort != "bytes"
+                    else ""))
+    if figures.frees_known(report):
+        lines.extend(_live_lines(report.liveness, est))
+    if report.liveness is not None and report.liveness.phases:
+        lines.extend(_phase_lines(report.liveness, est))
     ev = report.events
     frees = ("%d free" % ev["free"]) if ev.get("free") else "frees not recorded"
     if report.sampling:
@@ -50,3 +65,110 @@ def render_table(report, top=20, cwd=None):
         (", malformed: %d" % report.malformed) if report.malformed else ""))
     lines.append(verdict_line(report))
     return "\n".join(lines) + "\n"
+
+
+# The total line's words for a --sort other than bytes.
+RANKED_BY = {"count": "allocation count", "peak": "bytes live at the peak",
+             "leaked": "bytes leaked", "temporary": "temporary allocations"}
+
+
+def _site_columns(report, est):
+    """[(header, fn(rank, site) -> cell)] of the right-aligned columns.
+    With liveness, avg gives way to peak, leaked and temporary, so a row
+    stays within about 120 columns (the figures are human-sized bytes)."""
+    profile = report.profile
+    columns = [
+        ("#", lambda rank, s: str(rank)),
+        (est + "bytes", lambda rank, s: "%s%.0f" % (est, s.bytes)),
+        ("share", lambda rank, s: "%.1f%%" % share(s.bytes, profile.bytes)),
+        (est + "count", lambda rank, s: "%s%.0f" % (est, s.count)),
+    ]
+    if not figures.frees_known(report):
+        columns.append(("avg", lambda rank, s: "%.1f" % (
+            s.bytes / s.count if s.count else 0)))
+        return columns
+    columns.append((est + "peak", lambda rank, s: _bytes(s.peak_bytes, est)))
+    columns.append((est + "leaked",
+                    lambda rank, s: _bytes(s.leaked_bytes, est)))
+    if figures.temporary_known(report):
+        columns.append(("temporary", lambda rank, s: _count(s.temporary)))
+    return columns
+
+
+def _bytes(value, est="", sign=False):
+    """'1.5 KiB' ('~1.5 KiB' estimated, '+1.5 KiB' with sign), '-' when
+    unknown."""
+    if value is None:
+        return "-"
+    if not sign:
+        return est + human_bytes(value)
+    return "%s%s%s" % ("+" if value > 0 else "-" if value < 0 else "", est,
+                       human_bytes(abs(value)))
+
+
+def _count(value, est=""):
+    return "-" if value is None else "%s%.0f" % (est, value)
+
+
+def _live_lines(live, est):
+    """The totals of who holds the memory, after the 'total:' line."""
+    lines = ["peak: %s%.0f bytes (%s) live in %s%.0f allocations, at %s" % (
+        est, live.peak_bytes, human_bytes(live.peak_bytes), est,
+        live.peak_count, figures.time_text(live.peak_time))]
+    parts = ["leaked: %s%.0f bytes (%s) in %s%.0f allocations" % (
+        est, live.leaked_bytes, human_bytes(live.leaked_bytes), est,
+        live.leaked_count)]
+    if live.temporary is not None:
+        parts.append("temporary: %d allocations" % live.temporary)
+    count, nbytes = live.unmatched_frees
+    parts.append("unmatched frees: %d (%d bytes)" % (count, nbytes))
+    lines.append("; ".join(parts))
+    if live.committed is not None:
+        highest, at_peak, end = live.committed
+        lines.append("committed: %s at the peak, %s at most, %s at the end"
+                     % (human_bytes(at_peak), human_bytes(highest),
+                        human_bytes(end)))
+    if live.untracked:
+        lines.append("untracked: %d sampled allocations the header could not "
+                     "track (table full): live estimates may be too high by "
+                     "their weight" % live.untracked)
+    if live.phase is not None:
+        lines.append("phase: %s (only the allocations made in it)"
+                     % _CTRL.sub("?", str(live.phase)))
+    return lines
+
+
+PHASE_HEADER = ("runs", "count", "bytes", "left live", "peak", "growth",
+                "committed")
+
+
+def _phase_lines(live, est):
+    """One row per phase (nested phases are rows of their own), in the
+    report's order; a column no row knows is left out."""
+    rows = []
+    for p in live.phases:
+        name = p.name if p.name is not None else p.id
+        rows.append((_CTRL.sub("?", str(name)), _count(p.runs),
+                     _count(p.count, est), _count(p.bytes, est),
+                     _bytes(p.left_live, est), _bytes(p.peak, est),
+                     _bytes(p.growth, est, sign=True),
+                     _bytes(p.committed_growth, sign=True)))
+    header = ("phase",) + tuple(
+        (est if name not in ("runs", "committed") else "") + name
+        for name in PHASE_HEADER)
+    keep = [0, 1, 2, 3] + [i for i in range(4, len(header))
+                           if any(r[i] != "-" for r in rows)]
+    table = [tuple(r[i] for i in keep) for r in [header] + rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(keep))]
+    lines = []
+    for r in table:
+        lines.append("  ".join([r[0].ljust(widths[0])] + [
+            c.rjust(widths[i]) for i, c in enumerate(r) if i]).rstrip())
+    notes = []
+    if live.unmatched_phase_ends:
+        notes.append("%d ends without a begin" % live.unmatched_phase_ends)
+    if live.open_phases:
+        notes.append("%d still open at exit, closed there" % live.open_phases)
+    if notes:
+        lines.append("phases: " + "; ".join(notes))
+    return lines

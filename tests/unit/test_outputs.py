@@ -144,7 +144,7 @@ class JsonTest(unittest.TestCase):
     def test_exact_document(self):
         doc = json.loads(jsonout.render_json(make_report(lost=157844)))
         self.assertEqual(doc, {
-            "version": 1,
+            "version": 2,
             "mode": "exact",
             "samples": None,
             "sample_bytes": None,
@@ -159,16 +159,22 @@ class JsonTest(unittest.TestCase):
                        "duplicates": 0},
             "totals": {"count": 8, "bytes": 4096, "frees": 6, "freed_bytes": 600},
             "truncated_allocations": 0,
+            "liveness": None,
+            "phases": [],
             "filters": FILTERS,
             "warnings": [],
             "sites": [
                 {"file": "/src/parser.c", "line": 120, "function": "parse_expr", "dso": APP,
                  "count": 3, "bytes": 3072, "share": 75.0, "avg_size": 1024.0,
                  "tags": {"ast": 2048, "tokens": 1024},
-                 "tag_counts": {"ast": 2, "tokens": 1}},
+                 "tag_counts": {"ast": 2, "tokens": 1},
+                 "peak_bytes": None, "peak_count": None, "leaked_bytes": None,
+                 "leaked_count": None, "temporary": None},
                 {"file": "/src/lexer.c", "line": 40, "function": "lex", "dso": APP,
                  "count": 5, "bytes": 1024, "share": 25.0, "avg_size": 204.8,
-                 "tags": {"7": 1024}, "tag_counts": {"7": 5}},
+                 "tags": {"7": 1024}, "tag_counts": {"7": 5},
+                 "peak_bytes": None, "peak_count": None, "leaked_bytes": None,
+                 "leaked_count": None, "temporary": None},
             ],
             "stacks": [
                 {"frames": [
@@ -178,7 +184,8 @@ class JsonTest(unittest.TestCase):
                      "inlined": False},
                     {"function": "_start+0x25", "file": APP, "line": 0, "dso": APP,
                      "inlined": False}],
-                 "count": 3, "bytes": 3072, "tags": {"ast": 2048, "tokens": 1024}},
+                 "count": 3, "bytes": 3072, "tags": {"ast": 2048, "tokens": 1024},
+                 "peak": None, "leaked": None, "temporary": None},
                 {"frames": [
                     {"function": "lex", "file": "/src/lexer.c", "line": 40, "dso": APP,
                      "inlined": True},
@@ -188,7 +195,8 @@ class JsonTest(unittest.TestCase):
                      "inlined": False},
                     {"function": "_start+0x25", "file": APP, "line": 0, "dso": APP,
                      "inlined": False}],
-                 "count": 5, "bytes": 1024, "tags": {"7": 1024}},
+                 "count": 5, "bytes": 1024, "tags": {"7": 1024},
+                 "peak": None, "leaked": None, "temporary": None},
             ],
         })
 
@@ -284,9 +292,9 @@ class CollapsedTest(unittest.TestCase):
 class CsvTest(unittest.TestCase):
     def test_exact(self):
         self.assertEqual(csvout.render_csv(make_report()), (
-            "rank,function,file,line,dso,count,bytes,share,avg_size,tags\n"
-            "1,parse_expr,/src/parser.c,120,/usr/bin/app,3,3072,75.0000,1024.00,ast=2048;tokens=1024\n"
-            "2,lex,/src/lexer.c,40,/usr/bin/app,5,1024,25.0000,204.80,7=1024\n"))
+            "rank,function,file,line,dso,count,bytes,share,avg_size,tags,peak_bytes,peak_count,leaked_bytes,leaked_count,temporary\n"
+            "1,parse_expr,/src/parser.c,120,/usr/bin/app,3,3072,75.0000,1024.00,ast=2048;tokens=1024,,,,,\n"
+            "2,lex,/src/lexer.c,40,/usr/bin/app,5,1024,25.0000,204.80,7=1024,,,,,\n"))
 
     def test_top(self):
         rows = list(csv.reader(io.StringIO(csvout.render_csv(make_report(), top=1))))
@@ -297,11 +305,11 @@ class CsvTest(unittest.TestCase):
         rows = list(csv.reader(io.StringIO(csvout.render_csv(
             make_report(sites=[s], count=1, nbytes=10)))))
         self.assertEqual(rows[1], ["1", "operator,(int, \"x\")", "/src/a,b.c", "7", APP, "1",
-                                   "10", "100.0000", "10.00", "a,b=10"])
+                                   "10", "100.0000", "10.00", "a,b=10", "", "", "", "", ""])
 
     def test_empty(self):
         self.assertEqual(csvout.render_csv(empty_report()),
-                         "rank,function,file,line,dso,count,bytes,share,avg_size,tags\n")
+                         "rank,function,file,line,dso,count,bytes,share,avg_size,tags,peak_bytes,peak_count,leaked_bytes,leaked_count,temporary\n")
 
 
 if __name__ == "__main__":

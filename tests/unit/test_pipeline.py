@@ -199,7 +199,7 @@ class WriteOutputsTest(unittest.TestCase):
         self.assertEqual(text, jsonout.render_json(report))
         doc = json.loads(text)
         self.assertEqual((doc["version"], doc["mode"], doc["lost"], doc["totals"]),
-                         (1, "exact", 0, {"count": 8, "bytes": 298, "frees": 2,
+                         (2, "exact", 0, {"count": 8, "bytes": 298, "frees": 2,
                                           "freed_bytes": 120}))
         self.assertEqual([(s["function"], s["file"], s["line"], s["count"], s["bytes"], s["tags"])
                           for s in doc["sites"]],
@@ -229,9 +229,9 @@ class WriteOutputsTest(unittest.TestCase):
         text = self.read("csv")
         self.assertEqual(text, csvout.render_csv(report))
         self.assertEqual(text.splitlines()[1:], [
-            "1,parse_expr,/src/parser.c,120,/usr/bin/app,3,250,83.8926,83.33,ast=200;lib_nine=50",
-            "2,lex,/src/lexer.c,40,/usr/bin/app,4,40,13.4228,10.00,tokens=40",
-            "3,[no caller],,0,,1,8,2.6846,8.00,tokens=8"])
+            "1,parse_expr,/src/parser.c,120,/usr/bin/app,3,250,83.8926,83.33,ast=200;lib_nine=50,,,,,",
+            "2,lex,/src/lexer.c,40,/usr/bin/app,4,40,13.4228,10.00,tokens=40,,,,,",
+            "3,[no caller],,0,,1,8,2.6846,8.00,tokens=8,,,,,"])
 
     def test_svg_file(self):
         report, _, _, _ = self.run_outputs(self.all_files())
