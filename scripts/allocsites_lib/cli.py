@@ -191,14 +191,13 @@ def plain_probes(opts):
     the frees: every rt:free in exact mode (unless --no-frees), only the
     frees of sampled allocations (rt:sample_free) in sampled mode, where
     every free would cost more than the sampling saves (unless --frees)."""
-    kinds = {"exit", "release", "commit", "decommit", "phase_begin",
-             "phase_end"}
+    kinds = {"exit", "commit", "decommit", "phase_begin", "phase_end"}
     if opts.sample:
-        kinds.add("sample_free")
+        kinds |= {"sample_free", "release"}
         if opts.frees:
             kinds.add("free")
     elif not getattr(opts, "no_frees", False):
-        kinds.add("free")
+        kinds |= {"free", "release"}   # a bulk release frees too
     return kinds
 
 

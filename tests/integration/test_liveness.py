@@ -1,0 +1,141 @@
+"""Who holds the memory, and phases, under real perf: exact mode must
+equal each program's own truth (tests/programs/truth.h), site by site and
+phase by phase."""
+
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import ProfileTest, allocsites, program  # noqa: E402
+
+LIVE_FIELDS = ("peak_bytes", "peak_count", "leaked_bytes", "leaked_count",
+               "temporary")
+
+
+def truth_live(truth, at_peak=True):
+    """{(file, line, function): {field: n}} from a truth file; at_peak
+    False: this process was not part of the recording's peak moment (its
+    sites held nothing then)."""
+    out = {}
+    for r in truth["records"]:
+        key = (r["file"], r["line"], r["function"])
+        site = out.setdefault(key, dict.fromkeys(LIVE_FIELDS, 0))
+        for f in LIVE_FIELDS:
+            if f.startswith("peak") and not at_peak:
+                continue
+            site[f] += r[f]
+    return out
+
+
+def report_live(report):
+    return {(s["file"], s["line"], s["function"]):
+            {f: s[f] for f in LIVE_FIELDS} for s in report["sites"]}
+
+
+class ExactLiveness(ProfileTest):
+
+    def test_t_live_matches_its_truth(self):
+        """Frees from another thread, a realloc chain, temporaries, an
+        arena released in bulk, leaks, a distinct peak, and a forked child
+        that frees a block it inherited (unmatched in the child)."""
+        report, truth, _, rep = self.profile(program("t_live"))
+        self.assertLossless(report)
+        with open(os.path.join(self.tmp, "truth.json.child")) as f:
+            child = json.load(f)
+        # The parent waits for the child holding less than its own peak
+        # (t_live.c), so the recording's peak is the parent's.
+        self.assertLess(truth["leaked_bytes"] + child["peak_bytes"],
+                        truth["peak_bytes"])
+        want = truth_live(truth)
+        for key, figures in truth_live(child, at_peak=False).items():
+            self.assertNotIn(key, want)
+            want[key] = figures
+        self.assertEqual(report_live(report), want)
+        live = report["liveness"]
+        self.assertEqual(
+            (live["peak_bytes"], live["peak_count"], live["leaked_bytes"],
+             live["leaked_count"], live["temporary"],
+             [live["unmatched_frees"]["count"],
+              live["unmatched_frees"]["bytes"]]),
+            (truth["peak_bytes"], truth["peak_count"],
+             truth["leaked_bytes"] + child["leaked_bytes"],
+             truth["leaked_count"] + child["leaked_count"],
+             truth["temporary"] + child["temporary"],
+             [a + b for a, b in zip(truth["unmatched_frees"],
+                                    child["unmatched_frees"])]))
+        self.assertIn("peak", rep.stdout)
+
+    def test_no_frees_means_no_liveness(self):
+        report, _, _, _ = self.profile(program("t_live"),
+                                       record_args=["--no-frees"])
+        self.assertLossless(report)
+        self.assertIsNone(report["liveness"])
+        self.assertTrue(all(s["peak_bytes"] is None for s in report["sites"]))
+
+    def test_timeline_and_sorted_table(self):
+        svg = os.path.join(self.tmp, "t.svg")
+        report, truth, _, rep = self.profile(
+            program("t_live"), report_args=["--timeline", svg,
+                                            "--sort", "peak"])
+        self.assertLossless(report)
+        with open(svg) as f:
+            text = f.read()
+        self.assertIn("<svg", text)
+        # The site holding most at the peak is named on the chart.
+        top = max(truth["records"], key=lambda r: r["peak_bytes"])
+        self.assertIn("%s:%d" % (os.path.basename(top["file"]), top["line"]),
+                      text)
+
+
+class ExactPhases(ProfileTest):
+
+    def test_t_phases_matches_its_truth(self):
+        """Nested phases, two threads in different phases at once, an END
+        closing an inner run, ENDs without BEGIN, a phase left open."""
+        report, truth, _, rep = self.profile(program("t_phases"))
+        self.assertLossless(report)
+        got = {p["name"]: p for p in report["phases"]}
+        for want in truth["phases"]:
+            name = want["name"] or "phase %d" % want["id"]
+            with self.subTest(phase=name):
+                self.assertIn(name, got)
+                p = got[name]
+                self.assertEqual(
+                    (p["runs"], p["count"], p["bytes"], p["left_live"],
+                     p["peak"], p["growth"]),
+                    (want["runs"], want["count"], want["bytes"],
+                     want["left_live"], want["peak"], want["growth"]))
+        self.assertEqual(report["liveness"]["unmatched_phase_ends"],
+                         truth["unmatched_phase_ends"])
+        self.assertEqual(report["liveness"]["open_phases"],
+                         len(truth["open_phases"]))
+        self.assertIn("still open at exit", rep.stderr)
+
+    def test_phase_filter_keeps_that_phase_only(self):
+        data_report, truth, _, _ = self.profile(program("t_phases"))
+        self.assertLossless(data_report)
+        want = next(p for p in truth["phases"] if p["runs"] and p["name"])
+        out = os.path.join(self.tmp, "phase.json")
+        rep = allocsites(["report", "-i", os.path.join(self.tmp, "run.data"),
+                          "--phase", want["name"], "--json", out])
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        with open(out) as f:
+            report = json.load(f)
+        self.assertEqual((report["totals"]["count"], report["totals"]["bytes"]),
+                         (want["count"], want["bytes"]))
+        sites = {}
+        for r in truth["records"]:
+            for ph in r.get("phases", ()):
+                if ph["phase"] == want["id"]:
+                    key = (r["file"], r["line"], r["function"])
+                    c, b = sites.get(key, (0, 0))
+                    sites[key] = (c + ph["count"], b + ph["bytes"])
+        self.assertEqual({(s["file"], s["line"], s["function"]):
+                          (s["count"], s["bytes"]) for s in report["sites"]},
+                         sites)
+
+
+if __name__ == "__main__":
+    unittest.main()
