@@ -24,8 +24,8 @@ deps:
 demo: deps
 	@$(MAKE) --no-print-directory $(BUILD)/minicc
 	@rm -f $(BUILD)/demo.data $(BUILD)/demo.data.old
-	$(PYTHON) scripts/allocsites -o $(BUILD)/demo.data -- $(BUILD)/minicc $(DEMO_SIZE)
-	@echo "flame graph: $(BUILD)/demo.svg  (JSON: scripts/allocsites report -i $(BUILD)/demo.data --json FILE)"
+	$(PYTHON) scripts/allocsites -o $(BUILD)/demo.data --timeline $(BUILD)/demo-timeline.svg -- $(BUILD)/minicc $(DEMO_SIZE)
+	@echo "flame graph: $(BUILD)/demo.svg; memory over time: $(BUILD)/demo-timeline.svg  (JSON: scripts/allocsites report -i $(BUILD)/demo.data --json FILE)"
 
 check: deps
 	@$(MAKE) --no-print-directory all
