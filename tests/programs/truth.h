@@ -88,7 +88,9 @@
 #include <unistd.h>
 
 #define TRUTH_MAX 512
+#ifndef TRUTH_LIVE_BITS
 #define TRUTH_LIVE_BITS 16 /* the live-block table: 65536 blocks */
+#endif
 #define TRUTH_LIVE_MAX (1 << TRUTH_LIVE_BITS)
 #define TRUTH_PHASES 16    /* distinct phase ids */
 #define TRUTH_RUNS 64      /* runs open at once, all threads */
