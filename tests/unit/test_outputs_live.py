@@ -17,7 +17,8 @@ from allocsites_lib.report import LiveSummary, PhaseRow
 
 from fixtures import fr
 from test_svg import frames_of, frame_list, width
-from test_outputs import LEX, MAIN10, MAIN12, NEXT, PARSE, START, make_report, site
+from test_outputs import (LEX, MAIN10, MAIN12, NEXT, PARSE, START, empty_report,
+                          make_report, site)
 
 EMIT = fr("emit", 50, "/src/main.c")
 
@@ -170,6 +171,20 @@ class LiveTableTest(unittest.TestCase):
             "untracked: 3 sampled allocations the header could not track "
             "(table full): live estimates may be too high by their weight",
             "phase: sema (only the allocations made in it)"])
+
+    def test_nothing_ever_live_has_no_peak_time(self):
+        report = empty_report()._replace(liveness=summary(
+            peak_bytes=0, peak_count=0, peak_time=None, leaked_bytes=0,
+            leaked_count=0, temporary=0, unmatched_frees=(1, 16)))
+        self.assertEqual(table.render_table(report, cwd="/src"), (
+            "#  bytes  share  count  peak  leaked  temporary  site  tags\n"
+            "total: 0 bytes (0 B) in 0 allocations at 0 sites\n"
+            "peak: 0 bytes (0 B) live in 0 allocations\n"
+            "leaked: 0 bytes (0 B) in 0 allocations; temporary: 0 "
+            "allocations; unmatched frees: 1 (16 bytes)\n"
+            "events: 0 alloc, frees not recorded; lost: 0\n"
+            "complete: yes (checked: 0 events received, as many as the "
+            "program fired)\n"))
 
     def test_phase_table(self):
         lines = table.render_table(live_report(phases=PHASES),
