@@ -276,10 +276,11 @@ def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
         save("folded", opts.folded, collapsed.render_folded(report, opts.weight))
     if opts.svg:
         title = opts.title or "allocsites: %s by call stack" % opts.weight
-        save("svg", opts.svg, svg.render_svg(collapsed.svg_stacks(report),
+        save("svg", opts.svg, svg.render_svg(collapsed.svg_stacks(report,
+                                                                  opts.weight),
                                              opts.weight, title,
                                              svg.report_subtitle(report)))
-    out.write(table.render_table(report, opts.top or 20))
+    out.write(table.render_table(report, opts.top or 20, sort=opts.sort))
     if opts.stacks:
         out.write(sitestacks.render_stacks(
             report.profile, opts.stacks, opts.top or 10,

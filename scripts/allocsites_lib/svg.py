@@ -2,13 +2,16 @@
 
 Emulates Brendan Gregg's flamegraph.pl output:
 
-* Input: iterable of ``(frames, count, nbytes)``; ``frames`` is ROOT FIRST
+* Input: iterable of ``(frames, count, nbytes)``, or ``(frames, count,
+  nbytes, value)`` for the weights peak, leaked and temporary (value: the
+  stack's bytes live at the peak, bytes leaked, temporary allocations);
+  ``frames`` is ROOT FIRST
   (outermost caller first, allocation site last).  Identical prefixes merge
   into a tree under a root box named ``all``; every box carries the totals of
   both ``count`` and ``nbytes`` of all stacks passing through it.
 * Layout: root at the bottom, callees stacked above, children sorted
   alphabetically and left-aligned in their parent.  Box width is proportional
-  to the chosen weight ("bytes" or "count"); boxes narrower than MIN_WIDTH px
+  to the chosen weight (WEIGHTS); boxes narrower than MIN_WIDTH px
   are omitted (their weight still counts in the parent).  Coordinates are
   rounded to 4 decimals.
 * Each frame is ``<g class="f" data-v=WEIGHT data-end=LAST_DESCENDANT_INDEX>``
@@ -39,12 +42,23 @@ FONT_W = 0.59         # average glyph width / font size (Verdana), as flamegraph
 SEARCH_COLOR = "rgb(230,0,230)"
 _CTRL = re.compile("[\x00-\x1f\x7f\ufffe\uffff]")
 
+# What the boxes can measure (options.WEIGHTS), and what an empty graph of
+# each says: a graph of leaks with nothing leaked is a result, not a
+# missing recording.
+WEIGHTS = ("bytes", "count", "peak", "leaked", "temporary")
+EMPTY = {"bytes": "No allocations recorded",
+         "count": "No allocations recorded",
+         "peak": "Nothing live at the peak",
+         "leaked": "Nothing leaked: every allocation was freed",
+         "temporary": "No temporary allocations"}
+
 
 class _Node(object):
-    __slots__ = ("name", "count", "nbytes", "children", "base")
+    __slots__ = ("name", "count", "nbytes", "value", "children", "base")
 
     def __init__(self, name):
         self.name, self.count, self.nbytes, self.children = name, 0, 0, {}
+        self.value = 0     # peak, leaked or temporary: the 4th stack item
         self.base = None   # a differential graph: the base profile's node
 
 
@@ -59,10 +73,13 @@ def _attach_base(node, base):
 def _build_tree(stacks):
     """Merge stacks (root first) into a prefix tree rooted at "all"."""
     root = _Node("all")
-    for frames, count, nbytes in stacks:
+    for stack in stacks:
+        frames, count, nbytes = stack[:3]
+        value = stack[3] if len(stack) > 3 else 0
         node = root
         node.count += count
         node.nbytes += nbytes
+        node.value += value
         for name in frames:
             name = _CTRL.sub(" ", str(name))
             child = node.children.get(name)
@@ -70,6 +87,7 @@ def _build_tree(stacks):
                 child = node.children[name] = _Node(name)
             child.count += count
             child.nbytes += nbytes
+            child.value += value
             node = child
     return root
 
@@ -114,14 +132,35 @@ def _human_bytes(v):
     return ("~" if isinstance(v, float) else "") + human_bytes(v)
 
 
+def _measure(weight):
+    """node -> the figure its box is sized by."""
+    if weight == "bytes":
+        return lambda n: n.nbytes
+    if weight == "count":
+        return lambda n: n.count
+    return lambda n: n.value
+
+
+def _figure_line(node, weight):
+    """The tooltip line of a liveness weight ('' for bytes and count)."""
+    if weight == "temporary":
+        return "temporary: %s allocations\n" % _amount(node.value)
+    if weight in ("peak", "leaked"):
+        return "%s: %s (%s bytes)\n" % (
+            "live at the peak" if weight == "peak" else "leaked",
+            _human_bytes(node.value), _amount(node.value))
+    return ""
+
+
 def _info(node, weight, total):
-    w = node.nbytes if weight == "bytes" else node.count
+    value = _measure(weight)
+    w = value(node)
     pct = 100.0 * w / total if total else 0.0
-    text = "%s\nbytes: %s (%s bytes)\ncount: %s\n%.2f%% of total %s" % (
+    text = "%s\nbytes: %s (%s bytes)\ncount: %s\n%s%.2f%% of total %s" % (
         node.name, _human_bytes(node.nbytes), _amount(node.nbytes),
-        _amount(node.count), pct, weight)
+        _amount(node.count), _figure_line(node, weight), pct, weight)
     if node.base is not None:
-        before = node.base.nbytes if weight == "bytes" else node.base.count
+        before = value(node.base)
         text += "\nchange: %+.0f %s (base %.0f)" % (w - before, weight,
                                                   before)
     return text
@@ -130,8 +169,8 @@ def _info(node, weight, total):
 def _diff_color(node, weight):
     """Grown red, shrunk blue, unchanged white: the stronger the change
     relative to the node's size, the deeper the colour."""
-    w = node.nbytes if weight == "bytes" else node.count
-    before = node.base.nbytes if weight == "bytes" else node.base.count
+    value = _measure(weight)
+    w, before = value(node), value(node.base)
     delta = w - before
     scale = max(w, before) or 1
     depth = int(200 * min(1.0, abs(delta) / scale))
@@ -279,13 +318,16 @@ def render_svg(stacks, weight="bytes", title="Allocation flame graph", subtitle=
                base_stacks=None):
     """stacks: iterable of (frames, count, nbytes) where frames is a list/tuple of str, ROOT FIRST
     (outermost caller first, allocation site last), count and nbytes are int or float (float = estimates
-    from sampling). weight: "bytes" or "count" -- which value sizes the boxes.
+    from sampling); for weight peak, leaked or temporary, (frames, count, nbytes, value) with value that
+    figure of the stack (collapsed.svg_stacks makes them). weight: one of WEIGHTS -- which value sizes
+    the boxes.
     base_stacks: the same for a base profile: a differential flame graph
     (widths from stacks, colour by the change from base_stacks).
     Returns the SVG document as a str."""
-    if weight not in ("bytes", "count"):
-        raise ValueError("weight must be 'bytes' or 'count', not %r" % (weight,))
-    value = (lambda n: n.nbytes) if weight == "bytes" else (lambda n: n.count)
+    if weight not in WEIGHTS:
+        raise ValueError("weight must be one of %s, not %r"
+                         % (", ".join(WEIGHTS), weight))
+    value = _measure(weight)
     root = _build_tree(stacks)
     if base_stacks is not None:
         _attach_base(root, _build_tree(base_stacks))
@@ -319,8 +361,9 @@ def render_svg(stacks, weight="bytes", title="Allocation flame graph", subtitle=
     o.append('<text id="details" x="%d" y="%s"> </text>' % (XPAD, _num(y_bot)))
     o.append('<text id="matched" x="%d" y="%s"> </text>' % (width - XPAD, _num(y_bot)))
     if not boxes:
-        o.append('<text id="empty" x="%s" y="%s">No allocations recorded</text>'
-                 % (_num(width / 2.0), _num(ypad1 + depth * FRAME_H / 2.0)))
+        o.append('<text id="empty" x="%s" y="%s">%s</text>'
+                 % (_num(width / 2.0), _num(ypad1 + depth * FRAME_H / 2.0),
+                    EMPTY[weight]))
     o.append('<g id="frames">')
     for node, d, x, w, end in boxes:
         y = height - ypad2 - (d + 1) * FRAME_H
@@ -337,11 +380,20 @@ def render_svg(stacks, weight="bytes", title="Allocation flame graph", subtitle=
 
 
 def report_subtitle(report):
-    """The flame graph's subtitle: totals, the loss, the samples behind
-    sampled estimates, and the completeness verdict."""
+    """The flame graph's subtitle: totals, who holds the memory when frees
+    were recorded (and the --phase the report is restricted to), the loss,
+    the samples behind sampled estimates, and the completeness verdict."""
     est = "~" if report.sampling else ""
-    return "%s%.0f allocations, %s%.0f bytes, lost: %s%s; %s" % (
-        est, report.profile.count, est, report.profile.bytes,
+    live = report.liveness
+    held = ""
+    if live is not None and live.peak_bytes is not None:
+        held = ", peak %s%s, leaked %s%s" % (
+            est, human_bytes(live.peak_bytes), est,
+            human_bytes(live.leaked_bytes))
+    if live is not None and live.phase is not None:
+        held += ", phase %s" % live.phase
+    return "%s%.0f allocations, %s%.0f bytes%s, lost: %s%s; %s" % (
+        est, report.profile.count, est, report.profile.bytes, held,
         lost_text(report), "; estimates from %d samples" %
         report.sampling["samples"] if report.sampling else "",
         verdict_line(report, warning=""))

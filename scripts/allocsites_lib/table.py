@@ -112,9 +112,11 @@ def _count(value, est=""):
 
 def _live_lines(live, est):
     """The totals of who holds the memory, after the 'total:' line."""
-    lines = ["peak: %s%.0f bytes (%s) live in %s%.0f allocations, at %s" % (
+    # peak_time is None when nothing was ever live (no time to give)
+    lines = ["peak: %s%.0f bytes (%s) live in %s%.0f allocations%s" % (
         est, live.peak_bytes, human_bytes(live.peak_bytes), est,
-        live.peak_count, figures.time_text(live.peak_time))]
+        live.peak_count, ", at " + figures.time_text(live.peak_time)
+        if live.peak_time is not None else "")]
     parts = ["leaked: %s%.0f bytes (%s) in %s%.0f allocations" % (
         est, live.leaked_bytes, human_bytes(live.leaked_bytes), est,
         live.leaked_count)]

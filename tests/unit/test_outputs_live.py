@@ -9,12 +9,16 @@ import csv
 import io
 import json
 
-from allocsites_lib import csvout, figures, jsonout, table
+import xml.etree.ElementTree as ET
+
+from allocsites_lib import collapsed, csvout, figures, jsonout, svg, table
 from allocsites_lib.fold import Stack
 from allocsites_lib.report import LiveSummary, PhaseRow
 
 from fixtures import fr
-from test_outputs import LEX, MAIN10, MAIN12, NEXT, PARSE, START, make_report, site
+from test_svg import frames_of, frame_list, width
+from test_outputs import (LEX, MAIN10, MAIN12, NEXT, PARSE, START, empty_report,
+                          make_report, site)
 
 EMIT = fr("emit", 50, "/src/main.c")
 
@@ -168,6 +172,20 @@ class LiveTableTest(unittest.TestCase):
             "(table full): live estimates may be too high by their weight",
             "phase: sema (only the allocations made in it)"])
 
+    def test_nothing_ever_live_has_no_peak_time(self):
+        report = empty_report()._replace(liveness=summary(
+            peak_bytes=0, peak_count=0, peak_time=None, leaked_bytes=0,
+            leaked_count=0, temporary=0, unmatched_frees=(1, 16)))
+        self.assertEqual(table.render_table(report, cwd="/src"), (
+            "#  bytes  share  count  peak  leaked  temporary  site  tags\n"
+            "total: 0 bytes (0 B) in 0 allocations at 0 sites\n"
+            "peak: 0 bytes (0 B) live in 0 allocations\n"
+            "leaked: 0 bytes (0 B) in 0 allocations; temporary: 0 "
+            "allocations; unmatched frees: 1 (16 bytes)\n"
+            "events: 0 alloc, frees not recorded; lost: 0\n"
+            "complete: yes (checked: 0 events received, as many as the "
+            "program fired)\n"))
+
     def test_phase_table(self):
         lines = table.render_table(live_report(phases=PHASES),
                                    cwd="/src").splitlines()
@@ -309,6 +327,185 @@ class LiveCsvTest(unittest.TestCase):
             ["2048", "2", "0", "0", ""],
             ["512.250", "1", "1024", "4.500", ""],
             ["512", "4", "256", "1", ""]])
+
+
+PARSE_LINE = "_start+0x25;main (main.c:10);parse_expr (parser.c:120)"
+LEX_LINE = ("_start+0x25;main (main.c:12);next_token (lexer.c:55);"
+            "lex (lexer.c:40) [inlined]")
+EMIT_LINE = "_start+0x25;main (main.c:12);emit (main.c:50)"
+NO_FREES = "no frees were recorded, so what is live is unknown (record " \
+    "without --no-frees)"
+
+
+class LiveFoldedTest(unittest.TestCase):
+    def test_every_weight_zero_stacks_left_out(self):
+        report = live_report()
+        self.assertEqual(collapsed.folded_lines(report, "bytes"), [
+            PARSE_LINE + " 3072", EMIT_LINE + " 512", LEX_LINE + " 1024"])
+        self.assertEqual(collapsed.folded_lines(report, "count"), [
+            PARSE_LINE + " 3", EMIT_LINE + " 8", LEX_LINE + " 5"])
+        self.assertEqual(collapsed.render_folded(report, "peak"), (
+            PARSE_LINE + " 2048\n" + EMIT_LINE + " 512\n" +
+            LEX_LINE + " 512\n"))
+        self.assertEqual(collapsed.folded_lines(report, "leaked"), [
+            EMIT_LINE + " 256", LEX_LINE + " 1024"])
+        self.assertEqual(collapsed.folded_lines(report, "temporary"), [
+            PARSE_LINE + " 1", EMIT_LINE + " 6"])
+
+    def test_zero_bytes_stack_left_out(self):
+        stacks = live_stacks()
+        stacks[0] = stacks[0]._replace(bytes=0)
+        report = live_report()
+        report = report._replace(profile=report.profile._replace(
+            stacks=stacks))
+        self.assertEqual(collapsed.folded_lines(report), [
+            EMIT_LINE + " 512", LEX_LINE + " 1024"])
+
+    def test_sampled_estimates(self):
+        stacks = [s._replace(peak=float(s.peak) + 0.25, leaked=float(s.leaked),
+                             temporary=None) for s in live_stacks()]
+        report = live_report(sampled=True)
+        report = report._replace(profile=report.profile._replace(
+            stacks=stacks))
+        self.assertEqual(collapsed.folded_lines(report, "peak"), [
+            PARSE_LINE + " 2048.250", EMIT_LINE + " 512.250",
+            LEX_LINE + " 512.250"])
+        self.assertEqual(collapsed.folded_lines(report, "leaked"), [
+            EMIT_LINE + " 256", LEX_LINE + " 1024"])
+        with self.assertRaises(ValueError) as e:
+            collapsed.folded_lines(report, "temporary")
+        self.assertEqual(str(e.exception), "--weight temporary: temporary "
+                         "allocations are counted in exact mode only (this "
+                         "profile is sampled)")
+
+    def test_unknown_weight_is_one_clear_error(self):
+        report = live_report()._replace(liveness=None)
+        for weight in ("peak", "leaked", "temporary"):
+            for render in (collapsed.render_folded, collapsed.svg_stacks):
+                with self.assertRaises(ValueError) as e:
+                    render(report, weight)
+                self.assertEqual(str(e.exception),
+                                 "--weight %s: %s" % (weight, NO_FREES))
+        # bytes and count need no frees
+        self.assertEqual(len(collapsed.folded_lines(report, "count")), 3)
+
+
+class LiveSvgTest(unittest.TestCase):
+    def graph(self, weight, report=None):
+        report = report or live_report()
+        return svg.render_svg(collapsed.svg_stacks(report, weight), weight,
+                              subtitle=svg.report_subtitle(report))
+
+    def test_svg_stacks_carry_the_weight(self):
+        self.assertEqual(collapsed.svg_stacks(live_report(), "leaked"), [
+            (["_start+0x25", "main (main.c:10)", "parse_expr (parser.c:120)"],
+             3, 3072, 0),
+            (["_start+0x25", "main (main.c:12)", "next_token (lexer.c:55)",
+              "lex (lexer.c:40) [inlined]"], 5, 1024, 1024),
+            (["_start+0x25", "main (main.c:12)", "emit (main.c:50)"],
+             8, 512, 256)])
+
+    def test_leaked_widths_and_hover(self):
+        f = frames_of(self.graph("leaked"))
+        # 1280 bytes leaked over 1180 px: lex 1024, emit 256, parse none
+        self.assertEqual(width(f["all"][1]), 1180.0)
+        self.assertEqual(width(f["lex (lexer.c:40) [inlined]"][1]), 944.0)
+        self.assertEqual(width(f["emit (main.c:50)"][1]), 236.0)
+        self.assertNotIn("parse_expr (parser.c:120)", f)
+        self.assertNotIn("main (main.c:10)", f)
+        self.assertEqual(f["lex (lexer.c:40) [inlined]"][2], (
+            "lex (lexer.c:40) [inlined]\nbytes: 1.0 KiB (1024 bytes)\n"
+            "count: 5\nleaked: 1.0 KiB (1024 bytes)\n80.00% of total leaked"))
+        self.assertEqual(f["all"][2], (
+            "all\nbytes: 4.5 KiB (4608 bytes)\ncount: 16\n"
+            "leaked: 1.2 KiB (1280 bytes)\n100.00% of total leaked"))
+        self.assertEqual(f["emit (main.c:50)"][0].get("data-v"), "256")
+
+    def test_peak_and_temporary_hover(self):
+        f = frames_of(self.graph("peak"))
+        self.assertEqual(f["parse_expr (parser.c:120)"][2], (
+            "parse_expr (parser.c:120)\nbytes: 3.0 KiB (3072 bytes)\n"
+            "count: 3\nlive at the peak: 2.0 KiB (2048 bytes)\n"
+            "66.67% of total peak"))
+        f = frames_of(self.graph("temporary"))
+        self.assertEqual(f["emit (main.c:50)"][2], (
+            "emit (main.c:50)\nbytes: 512 B (512 bytes)\ncount: 8\n"
+            "temporary: 6 allocations\n85.71% of total temporary"))
+        self.assertEqual(width(f["emit (main.c:50)"][1]), 1011.4286)
+        self.assertNotIn("lex (lexer.c:40) [inlined]", f)
+
+    def test_sampled_leaked_is_an_estimate(self):
+        stacks = [s._replace(leaked=float(s.leaked)) for s in live_stacks()]
+        report = live_report(sampled=True)
+        report = report._replace(profile=report.profile._replace(
+            stacks=stacks))
+        f = frames_of(self.graph("leaked", report))
+        self.assertIn("\nleaked: ~1.0 KiB (~1024 bytes)\n",
+                      f["lex (lexer.c:40) [inlined]"][2])
+
+    def test_nothing_leaked_says_so(self):
+        stacks = [s._replace(leaked=0) for s in live_stacks()]
+        report = live_report(leaked_bytes=0, leaked_count=0)
+        report = report._replace(profile=report.profile._replace(
+            stacks=stacks))
+        doc = self.graph("leaked", report)
+        self.assertEqual(frame_list(doc), [])
+        self.assertIn(">Nothing leaked: every allocation was freed</text>", doc)
+        self.assertNotIn("No allocations recorded", doc)
+
+    def test_bytes_graph_unchanged(self):
+        report = live_report()
+        self.assertEqual(
+            svg.render_svg(collapsed.svg_stacks(report, "bytes")),
+            svg.render_svg([(st[0], st[1], st[2]) for st in
+                            collapsed.svg_stacks(report, "peak")]))
+
+    def test_weight_names(self):
+        self.assertRaises(ValueError, svg.render_svg, [(["a"], 1, 1)],
+                          weight="pages")
+        self.assertEqual(svg.WEIGHTS, ("bytes", "count", "peak", "leaked",
+                                       "temporary"))
+
+    def test_diff_colours_by_the_weight(self):
+        new = [(["m", "a"], 1, 10, 100), (["m", "b"], 1, 10, 50)]
+        base = [(["m", "a"], 1, 10, 50), (["m", "b"], 1, 10, 100)]
+        f = frames_of(svg.render_svg(new, "leaked", base_stacks=base))
+        self.assertEqual(f["a"][1].get("fill"), "rgb(255,155,155)")
+        self.assertEqual(f["b"][1].get("fill"), "rgb(155,155,255)")
+        self.assertIn("change: +50 leaked (base 50)", f["a"][2])
+
+
+class SubtitleTest(unittest.TestCase):
+    def test_exact(self):
+        self.assertEqual(svg.report_subtitle(live_report()),
+                         "16 allocations, 4608 bytes, peak 3.0 KiB, leaked "
+                         "1.2 KiB, lost: 0; " + VERDICT)
+
+    def test_sampled(self):
+        self.assertEqual(svg.report_subtitle(live_report(sampled=True)),
+                         "~16 allocations, ~4608 bytes, peak ~3.0 KiB, "
+                         "leaked ~1.2 KiB, lost: 0; estimates from 9 "
+                         "samples; complete: yes (checked: 21 events "
+                         "received, as many as the program fired)")
+
+    def test_no_frees_unchanged(self):
+        report = live_report()._replace(liveness=None)
+        self.assertEqual(svg.report_subtitle(report),
+                         "16 allocations, 4608 bytes, lost: 0; " + VERDICT)
+
+    def test_phase_escaped_in_the_document(self):
+        report = live_report(phase="<sema & co>")
+        text = svg.report_subtitle(report)
+        self.assertEqual(text, "16 allocations, 4608 bytes, peak 3.0 KiB, "
+                         "leaked 1.2 KiB, phase <sema & co>, lost: 0; " +
+                         VERDICT)
+        root = ET.fromstring(self.render(report))
+        [sub] = [e for e in root.iter() if e.get("id") == "subtitle"]
+        self.assertEqual(sub.text, text)
+
+    def render(self, report):
+        return svg.render_svg(collapsed.svg_stacks(report, "peak"), "peak",
+                              subtitle=svg.report_subtitle(report))
 
 
 class UnknownFiguresTest(unittest.TestCase):
