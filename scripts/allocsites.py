@@ -104,6 +104,8 @@ class Run:
         gc.enable()
         try:
             status = self.finish()
+        except options.UsageError as e:   # --weight peak without frees...
+            _fail("%s" % e, 2)
         except OSError as e:
             _fail("%s" % e, 1)
         except Exception as e:  # noqa: BLE001

@@ -8,11 +8,12 @@ import os
 import re
 import sys
 
-from . import (collapsed, completeness, csvout, elf, jsonout, livereport,
+from . import (collapsed, completeness, csvout, elf, figures, jsonout,
+               livereport,
                liveness, perfrun, pprofout, sitestacks, svg, table)
 from .elf import skip_patterns, tag_names
 from .fold import fold
-from .options import skip_regex
+from .options import UsageError, skip_regex
 from .report import Report
 
 
@@ -253,7 +254,13 @@ def finish_report(tally, opts, symbolizer, lost, lost_reason, data=None,
 
 def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
     """Table to `out`, files as asked, warnings to `err`. Returns the list
-    of (kind, path) written."""
+    of (kind, path) written. A --sort or --weight this report has no
+    figures for (peak without frees) raises options.UsageError before
+    any file is written."""
+    try:
+        figures.check(report, getattr(opts, "sort", "bytes"), opts.weight)
+    except ValueError as e:
+        raise UsageError(str(e))
     written = []
 
     def save(kind, path, text):

@@ -73,6 +73,14 @@ class ExactLiveness(ProfileTest):
         self.assertLossless(report)
         self.assertIsNone(report["liveness"])
         self.assertTrue(all(s["peak_bytes"] is None for s in report["sites"]))
+        # Asking for what was not recorded: one line, status 2, no file.
+        svg = os.path.join(self.tmp, "peak.svg")
+        rep = allocsites(["report", "-i", os.path.join(self.tmp, "run.data"),
+                          "--weight", "peak", "--svg", svg])
+        self.assertEqual(rep.returncode, 2, rep.stderr)
+        self.assertEqual(len(rep.stderr.splitlines()), 1, rep.stderr)
+        self.assertIn("--no-frees", rep.stderr)
+        self.assertFalse(os.path.exists(svg))
 
     def test_timeline_and_sorted_table(self):
         svg = os.path.join(self.tmp, "t.svg")

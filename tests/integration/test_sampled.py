@@ -110,3 +110,43 @@ class SampledProfiles(ProfileTest):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+LIVE_SCALE = 5
+
+
+class SampledLiveness(ProfileTest):
+    """In-use estimates from rt:sample and rt:sample_free (the header's
+    pointer table): within 4 standard errors of the truth, exact where
+    the truth is 0 (a freed sampled block is always seen freed)."""
+
+    sampled = SampledProfiles.sampled
+
+    def test_peak_and_leaked_within_bounds(self):
+        report, truth, rep = self.sampled(program("t_sampled_live"),
+                                          [str(LIVE_SCALE)])
+        live = report["liveness"]
+        self.assertIsNotNone(live, "sample_free was not recorded")
+        self.assertEqual(live["untracked"], 0)
+        self.assertIsNone(live["temporary"])   # exact mode only
+        want = {(r["file"], r["line"], r["function"]): r
+                for r in truth["records"]}
+        self.assertEqual(set(want), {(s["file"], s["line"], s["function"])
+                                     for s in report["sites"]})
+        for site in report["sites"]:
+            t = want[(site["file"], site["line"], site["function"])]
+            for field in ("peak_bytes", "leaked_bytes"):
+                with self.subTest(line=site["line"], field=field):
+                    if t[field] == 0:
+                        self.assertEqual(site[field], 0)
+                        continue
+                    sigma = math.sqrt(R * t[field])
+                    self.assertLessEqual(abs(site[field] - t[field]),
+                                         4 * sigma, "%.0f estimated, %d true"
+                                         % (site[field], t[field]))
+        for field in ("peak_bytes", "leaked_bytes"):
+            sigma = math.sqrt(R * truth[field])
+            self.assertLessEqual(abs(live[field] - truth[field]), 4 * sigma,
+                                 "%s: %.0f estimated, %d true"
+                                 % (field, live[field], truth[field]))
+        self.assertIn("~", rep.stdout)

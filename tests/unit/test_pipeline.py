@@ -241,7 +241,7 @@ class WriteOutputsTest(unittest.TestCase):
         root = ET.fromstring(text)
         self.assertEqual(root.tag, "{http://www.w3.org/2000/svg}svg")
         self.assertIn("allocsites: bytes by call stack", text)
-        self.assertIn("8 allocations, 298 bytes, lost: 0", text)
+        self.assertIn("8 allocations, 298 bytes, peak 298 B, leaked 98 B, lost: 0", text)
         names = {t.text.split("\n")[0] for t in root.iter("{http://www.w3.org/2000/svg}title")}
         self.assertTrue({"parse_expr (parser.c:120)", "lex (lexer.c:40)", "[no caller]",
                          "__libc_start_call_main+0x7a"} <= names, names)
