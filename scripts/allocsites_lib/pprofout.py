@@ -59,15 +59,21 @@ class _Strings:
         return i
 
 
-def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None):
+def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
+           entries=None, live=None):
     """The gzip-compressed profile of tally (fold.Tally, resolved by
-    symbolizer); names: {tag: name}; tags: the --tag filter or None."""
+    symbolizer); names: {tag: name}; tags: the --tag filter or None;
+    entries: {key: entry} instead of the tally's (one --phase); live:
+    {key: liveness.KeyLive} when frees were recorded: then the profile
+    also has Go's inuse_objects and inuse_space, what was live at the end
+    (as a Go heap profile taken at exit)."""
     strings = _Strings()
     mappings, locations, functions = {}, {}, {}
-    out = [_bytes(P_SAMPLE_TYPE, _int(1, strings("alloc_objects")) +
-                  _int(2, strings("count"))),
-           _bytes(P_SAMPLE_TYPE, _int(1, strings("alloc_space")) +
-                  _int(2, strings("bytes")))]
+    types = [("alloc_objects", "count"), ("alloc_space", "bytes")]
+    if live is not None:
+        types += [("inuse_objects", "count"), ("inuse_space", "bytes")]
+    out = [_bytes(P_SAMPLE_TYPE, _int(1, strings(t)) + _int(2, strings(u)))
+           for t, u in types]
     body = []
 
     def mapping_id(dso):
@@ -94,14 +100,21 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None):
         return loc[0]
 
     label_key = strings("tag")
-    for (frames, tag), entry in tally.entries(mode).items():
+    if entries is None:
+        entries = tally.entries(mode)
+    for (frames, tag), entry in entries.items():
         name = names.get(tag, str(tag))
         if tags is not None and name not in tags and str(tag) not in tags:
             continue
         ids = [location_id(raw) for raw in frames[1:]]
         label = _bytes(3, _int(1, label_key) + _int(2, strings(name)))
-        body.append(_bytes(P_SAMPLE, _packed(1, ids) + _packed(
-            2, [int(round(entry.count)), int(round(entry.bytes))]) + label))
+        values = [int(round(entry.count)), int(round(entry.bytes))]
+        if live is not None:
+            kl = live.get((frames, tag))
+            values += [int(round(kl.leaked_count)), int(round(
+                kl.leaked_bytes))] if kl is not None else [0, 0]
+        body.append(_bytes(P_SAMPLE, _packed(1, ids) + _packed(2, values) +
+                           label))
     out += body
     for dso, mid in mappings.items():
         image = symbolizer.elf(dso)

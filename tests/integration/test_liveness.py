@@ -121,6 +121,22 @@ class ExactPhases(ProfileTest):
                          len(truth["open_phases"]))
         self.assertIn("still open at exit", rep.stderr)
 
+    def test_sampled_phases_at_one_byte_are_exact(self):
+        """Sampled mode charges samples to phases the same way; at R = 1
+        every byte is a sample point, so the estimates are exact."""
+        report, truth, _, _ = self.profile(program("t_phases"),
+                                           record_args=["--sample", "1"])
+        self.assertLossless(report)
+        self.assertEqual(report["mode"], "sampled")
+        got = {p["name"]: p for p in report["phases"]}
+        for want in truth["phases"]:
+            name = want["name"] or "phase %d" % want["id"]
+            with self.subTest(phase=name):
+                self.assertEqual(
+                    (got[name]["runs"], round(got[name]["count"]),
+                     got[name]["bytes"]),
+                    (want["runs"], want["count"], want["bytes"]))
+
     def test_phase_filter_keeps_that_phase_only(self):
         data_report, truth, _, _ = self.profile(program("t_phases"))
         self.assertLossless(data_report)

@@ -67,6 +67,39 @@ class Pprof(ProfileTest):
                 for s in report["stacks"]}
         self.assertEqual(traces(pprof(["-traces"], path)), want)
 
+    def test_inuse_is_what_was_live_at_exit_and_phase_filters(self):
+        """With frees recorded the profile also has Go's inuse_objects and
+        inuse_space (live at the end, as a heap profile taken at exit),
+        equal to the report's leaked figures; --phase keeps one phase."""
+        path = os.path.join(self.tmp, "live.pb.gz")
+        report, truth, _, _ = self.profile(program("t_live"), [],
+                                           ["--pprof", path])
+        self.assertLossless(report)
+        leaked_count = collections.Counter()
+        leaked_bytes = collections.Counter()
+        for s in report["sites"]:
+            leaked_count[s["function"]] += s["leaked_count"]
+            leaked_bytes[s["function"]] += s["leaked_bytes"]
+        many = ["-top", "-nodecount=100000", "-nodefraction=0"]
+        self.assertEqual(flat(pprof(many + ["-sample_index=inuse_objects"],
+                                    path)),
+                         {k: v for k, v in leaked_count.items() if v})
+        self.assertEqual(flat(pprof(many + ["-sample_index=inuse_space",
+                                            "-unit=B"], path), "B"),
+                         {k: v for k, v in leaked_bytes.items() if v})
+
+    def test_phase_restricts_the_profile(self):
+        path = os.path.join(self.tmp, "phase.pb.gz")
+        report, truth, _, _ = self.profile(program("t_phases"), [],
+                                           ["--pprof", path, "--phase",
+                                            "worker_b"])
+        self.assertLossless(report)
+        want = next(p for p in truth["phases"] if p["name"] == "worker_b")
+        got = flat(pprof(["-top", "-nodecount=100000", "-nodefraction=0",
+                          "-sample_index=alloc_space", "-unit=B"], path), "B")
+        self.assertEqual(sum(got.values()), want["bytes"])
+        self.assertEqual(report["totals"]["bytes"], want["bytes"])
+
 
 if __name__ == "__main__":
     unittest.main()
