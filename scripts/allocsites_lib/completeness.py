@@ -33,7 +33,8 @@ Verdict = collections.namedtuple("Verdict", [
     "received",    # {kind: n} events received from those processes
     "missing",     # fired - received, summed over processes (>= 0)
     "unchecked",   # events from processes that sent no rt:exit
-])
+    "unchecked_by_kind",  # {kind: n} of those
+], defaults=({},))
 
 
 def count_check(received, fired):
@@ -47,11 +48,13 @@ def count_check(received, fired):
     recv_tot = collections.Counter()
     missing = extra = unchecked = 0
     unchecked_pids = 0
+    by_kind = collections.Counter()
     for pid in set(received) | set(fired):
         got = received.get(pid, {})
         if pid not in fired:
             unchecked += sum(got.values())
             unchecked_pids += 1
+            by_kind.update(got)
             continue
         for kind, n in zip(KINDS, fired[pid]):
             r = got.get(kind, 0)
@@ -61,18 +64,19 @@ def count_check(received, fired):
                 missing += n - r
             else:
                 extra += r - n
-    return fired_tot, recv_tot, missing, extra, unchecked, unchecked_pids
+    return fired_tot, recv_tot, missing, extra, unchecked, unchecked_pids, \
+        dict(by_kind)
 
 
 def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
             malformed=0, interrupted=False, attached=False):
     """The Verdict for one recording (see the module doc)."""
-    fired_tot, recv_tot, missing, extra, unchecked, unchecked_pids = \
-        count_check(received, fired)
+    fired_tot, recv_tot, missing, extra, unchecked, unchecked_pids, \
+        unchecked_kinds = count_check(received, fired)
 
     def made(complete, reason):
         return Verdict(complete, reason, dict(fired_tot), dict(recv_tot),
-                       missing, unchecked)
+                       missing, unchecked, unchecked_kinds)
 
     if interrupted:
         return made(False, "the report was interrupted before the end of "

@@ -65,7 +65,9 @@ def report_dict(report, top=None, stacks_site=None):
         "complete": check.complete,
         "complete_reason": check.reason,
         "check": {"fired": check.fired, "received": check.received,
-                  "missing": check.missing, "unchecked": check.unchecked},
+                  "missing": check.missing, "unchecked": check.unchecked,
+                  "unchecked_by_kind": dict(sorted(
+                      check.unchecked_by_kind.items()))},
         "events": events,
         # frees: null when rt:free was not recorded (allocsites record
         # --frees), rather than a misleading 0.

@@ -33,8 +33,12 @@ class EndToEndCount(ProfileTest):
         count = sum(r["count"] for r in truth["records"])
         self.assertEqual(report["check"]["fired"]["alloc"], count)
         self.assertEqual(report["check"]["received"]["alloc"], count)
+        # Every kind recorded (frees, committed bytes...) is checked too.
+        self.assertEqual(report["check"]["received"], report["check"]["fired"])
+        self.assertEqual(report["check"]["fired"]["free"], count)  # t_basic frees all
         self.assertIn("complete: yes (checked: %d events received, as many as "
-                      "the program fired)" % count, rep.stdout)
+                      "the program fired)"
+                      % sum(report["check"]["fired"].values()), rep.stdout)
 
     def test_forked_child_counted_on_its_own(self):
         report, _, _, _ = self.profile(program("t_deep"), ["60"])
@@ -62,10 +66,11 @@ class EndToEndCount(ProfileTest):
             "run", [program("t_deep"), "60", "_exit"])
         # The child exited normally (7 checked); the parent's 61 were not.
         self.assertIsNone(report["complete"])
-        self.assertEqual(report["check"]["unchecked"], 61)
+        self.assertEqual(report["check"]["unchecked_by_kind"]["alloc"], 61)
         self.assertEqual(report["totals"]["count"], 68)
-        self.assertIn("complete: not checked (61 events of 1 process without "
-                      "an rt:exit event", rep.stdout)
+        self.assertIn("complete: not checked (%d events of 1 process without "
+                      "an rt:exit event" % report["check"]["unchecked"],
+                      rep.stdout)
 
 
     def test_program_killed_by_a_signal_gives_the_shells_status(self):
@@ -81,7 +86,8 @@ class EndToEndCount(ProfileTest):
                 # The child exited (7 checked); the killed parent's 21
                 # allocations were recorded but cannot be checked.
                 self.assertIsNone(report["complete"])
-                self.assertEqual(report["check"]["unchecked"], 21)
+                self.assertEqual(
+                    report["check"]["unchecked_by_kind"]["alloc"], 21)
                 self.assertEqual(report["totals"]["count"], 28)
 
 
@@ -106,7 +112,7 @@ class EndToEndCount(ProfileTest):
             report = json.load(f)
         self.assertEqual(report["totals"]["count"], 3)
         self.assertIsNone(report["complete"])
-        self.assertEqual(report["check"]["unchecked"], 3)
+        self.assertEqual(report["check"]["unchecked_by_kind"]["alloc"], 3)
 
 
 class DamagedRecordings(ProfileTest):
