@@ -2,7 +2,7 @@
 shared option groups, so `record`, `report` and the one-command form
 cannot disagree about an option.
 
-  allocsites record [record options] -- PROG [ARGS...]
+  allocsites record [record options] [--] PROG [ARGS...]
   allocsites report [-i FILE] [-j N] [report options]
   allocsites [record options] [-j N] [report options] -- PROG [ARGS...]
 
@@ -22,7 +22,7 @@ from .options import UsageError
 SAMPLE_MAX = 1 << 62
 
 USAGE = """\
-usage: allocsites record [record options] -- PROG [ARGS...]
+usage: allocsites record [record options] [--] PROG [ARGS...]
        allocsites report [-i FILE] [-j N] [report options]
        allocsites [record options] [-j N] [report options] -- PROG [ARGS...]
        allocsites diff BASE NEW [--json FILE] [--svg FILE] [--top N]
@@ -228,7 +228,7 @@ def _parser(prog, usage, description, epilog):
 
 def record_parser():
     p = _parser("allocsites record",
-                "allocsites record [record options] -- PROG [ARGS...]",
+                "allocsites record [record options] [--] PROG [ARGS...]",
                 "Run PROG under perf record with the sdt_rt probes of PROG\n"
                 "and its libraries; remove the probe events after.",
                 RECORD_EXAMPLES)
@@ -275,6 +275,28 @@ RECORD_DESTS = ("output", "sample", "stack_size", "libs", "frees", "no_frees",
                 "pid", "duration")
 
 
+def program_after_options(parser, args):
+    """(our args, program argv): the program starts after a '--', or at
+    the first word that is neither an option nor an option's value, as
+    perf record takes it. (args, None) when there is none, or when an
+    unknown option comes first (argparse then says so)."""
+    takes_value = {name: action.nargs != 0
+                   for action in parser._actions
+                   for name in action.option_strings}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            return args[:i], args[i + 1:]
+        if not arg.startswith("-") or arg == "-":
+            return args[:i], args[i:]
+        name = arg.split("=", 1)[0]
+        if name not in takes_value:
+            return args, None
+        i += 2 if takes_value[name] and "=" not in arg else 1
+    return args, None
+
+
 def parse(argv):
     """argv (without the command name) -> Invocation, or None after
     printing help. Raises UsageError with one line."""
@@ -288,7 +310,13 @@ def parse(argv):
         return Invocation("diff", None, None, None, opts, [], None)
     form = argv[0] if argv[0] in ("record", "report") else "profile"
     args = argv[1:] if form != "profile" else argv
-    ours, program = split_program(args) if form != "report" else (args, None)
+    if form == "record":
+        # `allocsites record ./prog args` as perf record takes it, or
+        # `allocsites record -- ./prog args`
+        ours, program = program_after_options(record_parser(), args)
+    else:
+        ours, program = split_program(args) if form != "report" \
+            else (args, None)
     if form == "profile" and program is not None and \
             program[:1] in (["-h"], ["--help"]) and not ours:
         ours, program = ["--help"], None    # allocsites -- --help

@@ -151,3 +151,23 @@ class ExitStatusTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RecordWithoutDashDashTest(unittest.TestCase):
+    """`allocsites record ./prog args`, as perf record takes it."""
+
+    def test_program_after_the_options(self):
+        inv = parse(["record", "-o", "r.data", "--stack-size=16384",
+                     "--no-frees", "./prog", "-o", "x", "--", "y"])
+        self.assertEqual((inv.record.output, inv.record.stack_size,
+                          inv.record.no_frees),
+                         ("r.data", 16384, True))
+        self.assertEqual(inv.program, ["./prog", "-o", "x", "--", "y"])
+
+    def test_program_first(self):
+        self.assertEqual(parse(["record", "prog", "--help"]).program,
+                         ["prog", "--help"])
+
+    def test_an_unknown_option_before_the_program_is_still_an_error(self):
+        with self.assertRaises((UsageError, SystemExit)):
+            parse(["record", "--bogus", "./prog"])
