@@ -100,7 +100,7 @@ def once(argv, truth, record_args, tmp):
     if rec.returncode not in (0, 1) or want is None:
         return dict(ok=False, reason="record failed (%d): %s" % (
             rec.returncode, rec.stderr.strip()[-300:]), events=0, wall=wall,
-            bytes=0)
+            bytes=0, bytes_all=0)
     size = os.path.getsize(data)
     rep = subprocess.run(ALLOCSITES + ["report", "-i", data, "--json", js],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -111,15 +111,17 @@ def once(argv, truth, record_args, tmp):
     except (OSError, ValueError):
         return dict(ok=False, reason="report failed (%d): %s" % (
             rep.returncode, rep.stderr.strip()[-300:]), events=0, wall=wall,
-            bytes=size)
+            bytes=size, bytes_all=size)
     got = r["events"]["alloc"]
     ok = r["complete"] is True and r["lost"] == 0 and got == want
     reason = "" if ok else "received %d of %d, lost %s, complete %s (%s)" % (
         got, want, r["lost"], r["complete"], r["complete_reason"])
     os.unlink(data)
     os.unlink(js)
+    everything = sum(v for k, v in r["events"].items()
+                     if k not in ("malformed", "duplicates"))
     return dict(ok=ok, reason=reason, events=want, wall=wall,
-                bytes=size / max(got, 1))
+                bytes=size / max(got, 1), bytes_all=size / max(everything, 1))
 
 
 def main():
@@ -158,19 +160,21 @@ def main():
     print("`allocsites record %s` then `allocsites report`, %d consecutive "
           "runs per row; %s\n" % (a.record_args or "(defaults)", a.runs,
                                   machine()))
-    print("| program | load | complete | with loss | events/run | record s "
-          "(median) | bytes/event (median) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| program | load | complete | with loss | allocations/run | "
+          "record s (median) | bytes/allocation (median) | bytes/event, "
+          "frees and all (median) |")
+    print("|---|---|---|---|---|---|---|---|")
     failures = []
     for (name, load), runs in results.items():
         good = sum(r["ok"] for r in runs)
         failures += ["%s %s: %s" % (name, load, r["reason"])
                      for r in runs if not r["ok"]]
-        print("| %s | %s | %d | %d | %s | %.2f | %.0f |" % (
+        print("| %s | %s | %d | %d | %s | %.2f | %.0f | %.0f |" % (
             name, load, good, len(runs) - good,
             "/".join(sorted({str(r["events"]) for r in runs})),
             statistics.median(r["wall"] for r in runs),
-            statistics.median(r["bytes"] for r in runs)))
+            statistics.median(r["bytes"] for r in runs),
+            statistics.median(r.get("bytes_all", 0) for r in runs)))
     for f in failures:
         print("\n- " + f)
 
