@@ -117,7 +117,13 @@ def record(opts, argv, out=sys.stderr):
                 wanted = plain_probes(opts)
                 for path, names in binaries:
                     if alloc_probe in names:
-                        allocs.append(events.add(path, alloc_probe))
+                        # One event for the sites of every binary, written
+                        # to tracefs; perf probe where that cannot be.
+                        merged = events.add_alloc(path, alloc_probe)
+                        if merged is None:
+                            allocs.append(events.add(path, alloc_probe))
+                        elif merged not in allocs:
+                            allocs.append(merged)
                     kinds = names & wanted
                     if not kinds:
                         continue

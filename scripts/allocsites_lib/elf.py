@@ -17,6 +17,7 @@ import struct
 ET_EXEC = 2
 ET_DYN = 3
 PT_LOAD = 1
+PT_INTERP = 3
 NT_GNU_BUILD_ID = 3
 NT_STAPSDT = 3
 MACHINES = {62: "x86_64", 183: "aarch64"}   # e_machine values
@@ -33,11 +34,15 @@ class ElfFile:
              "<HHIQQQIHHHHHH", data, 16)
         self.machine = MACHINES.get(e_machine)   # "x86_64", or None
         self.segments = []
+        self.interpreter = None   # PT_INTERP: the dynamic loader's path
         for i in range(e_phnum):
             (p_type, _, p_offset, p_vaddr, _, p_filesz, _, _) = \
                 struct.unpack_from("<IIQQQQQQ", data, e_phoff + i * e_phentsize)
             if p_type == PT_LOAD:
                 self.segments.append((p_offset, p_vaddr, p_filesz))
+            elif p_type == PT_INTERP:
+                self.interpreter = data[p_offset:p_offset + p_filesz].split(
+                    b"\0")[0].decode("latin-1") or None
         raw = []
         for i in range(e_shnum):
             raw.append(struct.unpack_from("<IIQQQQIIQQ", data,

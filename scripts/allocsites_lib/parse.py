@@ -52,7 +52,7 @@ _EVENT_RE = re.compile(
     r"phase_begin|phase_end|sample_free|plain)(?:_\d+)?\Z")
 
 # The wrapper's one event for every probe without a call graph
-# (plainprobes.py): its field "kind" names the probe, a..h are its
+# (probedefs.py): its field "kind" names the probe, a..h are its
 # arguments, as arg1..arg8 are in an event of the probe's own.
 PLAIN_KINDS = {1: "free", 2: "release", 3: "commit", 4: "decommit",
                5: "phase_begin", 6: "phase_end", 7: "sample_free", 9: "exit"}

@@ -16,10 +16,10 @@ import subprocess
 import tempfile
 import time
 
-from . import elf, plainprobes
+from . import elf, probedefs
 
 TRACEFS = "/sys/kernel/tracing"
-PROBE_EVENTS = ("alloc", "sample") + tuple(sorted(plainprobes.KINDS))
+PROBE_EVENTS = ("alloc", "sample") + tuple(sorted(probedefs.KINDS))
 PERF_MAGIC = b"PERFILE2"
 
 # Recording options (docs/design.md, "Recording defaults", has the
@@ -265,10 +265,22 @@ _LDD_RE = re.compile(r"=>\s*(/\S+)|^\s*(/\S+)\s+\(0x")
 
 
 def shared_libraries(path):
-    """Absolute paths of the libraries `path` links, as ldd resolves them."""
-    proc = run(["ldd", path])
+    """Absolute paths of the libraries `path` links, as ldd resolves them.
+    ldd is a shell script that runs the program's dynamic loader four
+    times (30-40 ms); `LOADER --list PROG` is the one run that lists, so
+    that is used when the program names a loader that exists."""
+    image = elf.open_elf(path)
+    loader = image.interpreter if image is not None else None
+    if loader and os.access(loader, os.X_OK):
+        proc = run([loader, "--list", path])
+        if proc.returncode == 0:
+            return _libraries(output_text(proc))
+    return _libraries(output_text(run(["ldd", path])))
+
+
+def _libraries(text):
     libs = []
-    for line in output_text(proc).splitlines():
+    for line in text.splitlines():
         m = _LDD_RE.search(line)
         lib = m and (m.group(1) or m.group(2))
         if lib and os.path.exists(lib):
@@ -378,18 +390,32 @@ class ProbeEvents:
 
     def add_plain(self, binary, kinds):
         """The probes of `kinds` (e.g. {"free", "exit"}) in binary, as
-        probes of this run's one plain event (plainprobes.py), written to
+        probes of this run's one plain event (probedefs.py), written to
         tracefs directly. Returns the event's name, or None when they
         cannot be written that way (the caller then adds them with perf
         probe, one event each)."""
+        return self._add_direct(binary, "plain", lambda image, name:
+                                probedefs.definitions(binary, image, kinds,
+                                                      name))
+
+    def add_alloc(self, binary, probe):
+        """Every site of the allocation probe ("alloc" or "sample") in
+        binary, as probes of this run's one event for it (alloc_PID: the
+        sites of every probed binary share it), written to tracefs
+        directly; the event's name, or None as for add_plain."""
+        return self._add_direct(binary, probe, lambda image, name:
+                                probedefs.alloc_definitions(binary, image,
+                                                            probe, name))
+
+    def _add_direct(self, binary, what, definitions):
         image = elf.open_elf(binary)
         if image is None or self.tracefs is None:
             return None
-        name = plainprobes.event_name(os.getpid())
-        lines = plainprobes.definitions(binary, image, kinds, name)
+        name = probedefs.event_name(os.getpid(), what)
+        lines = definitions(image, name)
         if not lines:
             return None
-        full = "%s:%s" % (plainprobes.GROUP, name)
+        full = "%s:%s" % (probedefs.GROUP, name)
         if full not in self.created:
             self.created.append(full)
         if self.state is not None:

@@ -392,7 +392,7 @@ def plain(kind, *args, pid=42):
 
 class PlainEventTest(unittest.TestCase):
     """sdt_rt:plain_N: one event for every probe without a call graph
-    (plainprobes.py); the kind is in the payload."""
+    (probedefs.py); the kind is in the payload."""
 
     def test_each_kind(self):
         reader = parse.Reader(pids={42: 40})

@@ -1,4 +1,4 @@
-"""plainprobes: the tracefs definitions of the one plain event, checked
+"""probedefs: the tracefs definitions of the one plain event, checked
 against readelf's reading of the same notes (the independent truth)."""
 
 import re
@@ -6,7 +6,7 @@ import unittest
 
 from fixtures import CProgram, require_toolchain, run
 
-from allocsites_lib import elf, plainprobes
+from allocsites_lib import elf, probedefs
 
 SOURCE = r"""
 #include <stdlib.h>
@@ -59,7 +59,7 @@ class DefinitionsTest(unittest.TestCase):
         for prog in self.progs:
             with self.subTest(prog=prog.path):
                 image = elf.open_elf(prog.path)
-                lines = plainprobes.definitions(prog.path, image,
+                lines = probedefs.definitions(prog.path, image,
                                                 {"free", "exit"}, "plain_7")
                 expected = []
                 for name, loc, sem, args in readelf_probes(prog.path):
@@ -69,7 +69,7 @@ class DefinitionsTest(unittest.TestCase):
                             args.split()]
                     expected.append((prog.file_offset(loc),
                                      prog.file_offset(sem),
-                                     plainprobes.KINDS[name], len(regs)))
+                                     probedefs.KINDS[name], len(regs)))
                 got = []
                 for line in lines:
                     m = re.match(r"^p:sdt_rt/plain_7 (\S+):0x([0-9a-f]+)"
@@ -87,14 +87,39 @@ class DefinitionsTest(unittest.TestCase):
                 self.assertEqual(sorted(got), sorted(expected))
                 self.assertEqual(len(got), 2)   # one free, one exit site
 
+    def test_allocation_probes_as_perf_probe_names_their_fields(self):
+        for prog in self.progs:
+            with self.subTest(prog=prog.path):
+                image = elf.open_elf(prog.path)
+                lines = probedefs.alloc_definitions(prog.path, image,
+                                                    "alloc", "alloc_7")
+                want = [(prog.file_offset(loc), prog.file_offset(sem),
+                         [a.split("@")[0] for a in args.split()])
+                        for name, loc, sem, args in readelf_probes(prog.path)
+                        if name == "alloc"]
+                got = []
+                for line in lines:
+                    m = re.match(r"^p:sdt_rt/alloc_7 \S+:0x([0-9a-f]+)"
+                                 r"\(0x([0-9a-f]+)\) (.*)$", line)
+                    self.assertTrue(m, line)
+                    fields = m.group(3).split()
+                    self.assertEqual([f.split("=")[0] for f in fields],
+                                     ["arg1", "arg2", "arg3"])
+                    sizes = [{"u64": "8", "u32": "4"}[f.rsplit(":", 1)[1]]
+                             for f in fields]
+                    got.append((int(m.group(1), 16), int(m.group(2), 16),
+                                sizes))
+                self.assertEqual(sorted(got), sorted(want))
+                self.assertEqual(len(got), 1)
+
     def test_a_path_with_a_space_is_left_to_perf_probe(self):
         image = elf.open_elf(self.progs[0].path)
-        self.assertIsNone(plainprobes.definitions("/a b/prog", image,
+        self.assertIsNone(probedefs.definitions("/a b/prog", image,
                                                   {"free"}, "plain_1"))
 
     def test_kinds_not_in_the_binary_give_no_lines(self):
         image = elf.open_elf(self.progs[0].path)
-        self.assertEqual(plainprobes.definitions(
+        self.assertEqual(probedefs.definitions(
             self.progs[0].path, image, {"release"}, "plain_1"), [])
 
 
@@ -102,9 +127,9 @@ class FetchArgsTest(unittest.TestCase):
 
     def test_registers_of_every_width(self):
         self.assertEqual(
-            plainprobes.fetch_args("8@%rax 4@%r12d -4@%esi 8@%r8", "x86_64"),
+            probedefs.fetch_args("8@%rax 4@%r12d -4@%esi 8@%r8", "x86_64"),
             ["%ax", "%r12", "%si", "%r8", "\\0", "\\0", "\\0", "\\0"])
-        self.assertEqual(plainprobes.fetch_args("8@x0 4@w3", "aarch64")[:2],
+        self.assertEqual(probedefs.fetch_args("8@x0 4@w3", "aarch64")[:2],
                          ["%x0", "%x3"])
 
     def test_what_cannot_be_translated(self):
@@ -112,12 +137,13 @@ class FetchArgsTest(unittest.TestCase):
                               ("8@%rax", "riscv"),
                               (" ".join(["8@%rax"] * 9), "x86_64")):
             with self.subTest(args=args):
-                self.assertIsNone(plainprobes.fetch_args(args, machine))
+                self.assertIsNone(probedefs.fetch_args(args, machine))
 
     def test_event_names_are_per_process(self):
-        self.assertEqual(plainprobes.event_name(123), "plain_123")
-        self.assertNotEqual(plainprobes.event_name(1),
-                            plainprobes.event_name(2))
+        self.assertEqual(probedefs.event_name(123), "plain_123")
+        self.assertEqual(probedefs.event_name(123, "alloc"), "alloc_123")
+        self.assertNotEqual(probedefs.event_name(1),
+                            probedefs.event_name(2))
 
 
 if __name__ == "__main__":
