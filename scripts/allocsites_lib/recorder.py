@@ -455,10 +455,27 @@ class ProbeEvents:
         return failed
 
     def delete_named(self, names):
-        """Deletes exactly these events; returns those that failed."""
+        """Deletes exactly these events; returns those that failed. By a
+        write to tracefs ("-:GROUP/NAME" removes every probe of the
+        event), else with perf probe -d (a perf process: ~10 ms)."""
+        names = [n for n in names if not self._delete_direct(n)]
         if not names or self._delete(names):
             return []
         return [n for n in names if not self._delete([n])]
+
+    def _delete_direct(self, name):
+        if self.tracefs is None or ":" not in name:
+            return False
+        try:
+            fd = os.open(os.path.join(self.tracefs, "uprobe_events"),
+                         os.O_WRONLY | os.O_APPEND)
+            try:
+                os.write(fd, ("-:%s\n" % name.replace(":", "/", 1)).encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            return False
+        return True
 
     def _delete(self, names):
         cmd = [self.perf, "probe", "-q"]
