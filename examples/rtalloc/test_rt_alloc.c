@@ -11,18 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int passed, failed;
-
-#define CHECK(cond)                                                           \
-    do {                                                                      \
-        if (cond)                                                             \
-            passed++;                                                         \
-        else {                                                                \
-            failed++;                                                         \
-            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__,        \
-                    #cond);                                                   \
-        }                                                                     \
-    } while (0)
+#include "check.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)

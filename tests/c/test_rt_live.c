@@ -20,18 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int passed, failed;
-
-#define CHECK(cond)                                                           \
-    do {                                                                      \
-        if (cond)                                                             \
-            passed++;                                                         \
-        else {                                                                \
-            failed++;                                                         \
-            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__,        \
-                    #cond);                                                   \
-        }                                                                     \
-    } while (0)
+#include "check.h"
 
 #define FIRED(kind) __atomic_load_n(&rt__fired[RT__FIRED_##kind], __ATOMIC_RELAXED)
 
