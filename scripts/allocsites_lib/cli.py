@@ -302,6 +302,11 @@ def summarize(perf, output, out, scan=None):
     if lost or unknown:
         out.write("allocsites: warning: events were lost: the profile is "
                   "incomplete (see docs/design.md, Loss)\n")
+    if scan is not None and scan.tail_cut:
+        out.write("allocsites: warning: perf cut the recording's last "
+                  "compressed record short (a perf 6.1 -z fault); the "
+                  "report checks whether any of the program's events were "
+                  "in it\n")
 
 
 # allocsites report's status when the profile is incomplete (the same as
@@ -375,7 +380,8 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         result.handler_errors, result.perf_inlines, read_errors,
         build_ids=dict(scan.build_ids if scan is not None else {},
                        **recorder.read_buildids(data)),
-        attached=scan is not None and perfdata.attached(scan.cmdline))
+        attached=scan is not None and perfdata.attached(scan.cmdline),
+        tail_cut=scan is not None and bool(scan.tail_cut))
     pipeline.write_outputs(rep, opts, out=stdout, err=err)
     return INCOMPLETE if rep.verdict.complete is False else 0
 

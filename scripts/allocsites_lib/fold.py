@@ -21,6 +21,8 @@ from .completeness import COUNTED_AS
 from .eventlog import EventLog
 
 PHASE_KINDS = ("phase_begin", "phase_end")
+# rt:exit events whose counts are all this are padding (include/rt_exit.h)
+EXIT_PADDING = (1 << 64) - 1
 from .symbolize import Frame
 
 # Functions that start a thread or a process: a stack that does not end in
@@ -126,6 +128,7 @@ class Tally:
         self.frees = [0, 0]                   # count, bytes
         self.no_callchain = 0
         self.duplicates = 0
+        self.padding = 0                      # rt:exit padding (rt_exit.h)
         self._last_time = {}                  # tid -> time of its last event
         # The end-to-end check (completeness.py): events received per
         # process and kind, and what each process's rt:exit said it fired
@@ -159,6 +162,10 @@ class Tally:
                 self.duplicates += 1
                 return
             last[tid] = time
+        if kind == "exit" and weight and \
+                all(n == EXIT_PADDING for n in weight):
+            self.padding += 1   # include/rt_exit.h: not an exit
+            return
         self.events[kind] += 1
         log = self.log
         if kind == "exit":   # weight: rt:exit's counts (3, or 8 now)
@@ -312,6 +319,7 @@ MERGE_RULES = {
     "frees": _sum_pairwise,
     "no_callchain": _sum,
     "duplicates": _sum,
+    "padding": _sum,
     "_last_time": _latest,   # only the duplicate filter reads it
     "received": _sum_per_process,
     "fired": _sum_per_process,

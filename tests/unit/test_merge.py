@@ -26,8 +26,9 @@ def exit_ev(pid, time, counts):
 # One recording, in time order; every Tally field gets a non-default value:
 # stacks, sampled and weight_gcd, events, malformed (None), filtered (under
 # --min-size 4), frees, no_callchain, duplicates (same tid and time twice),
-# _last_time, received (every event of process 1) and fired (rt:exit of
-# two ELF files of process 1, in two time ranges).
+# _last_time, received (every event of process 1), fired (rt:exit of
+# two ELF files of process 1, in two time ranges) and padding (an rt:exit
+# whose counts are all 2^64-1, include/rt_exit.h).
 EVENTS = [
     ev("alloc", 16, 1, 100), ev("alloc", 16, 1, 100),    # a duplicate
     ev("alloc", 2, 1, 110),                               # filtered
@@ -38,6 +39,7 @@ EVENTS = [
     ev("free", 32, 2, 230), None, ev("alloc", 16, 2, 240),
     ev("alloc", 16, 2, 240), ev("sample", 10, 2, 250, weight=4096),
     exit_ev(1, 260, (5, 2, 3)), exit_ev(1, 270, (2, 0, 0)),
+    exit_ev(1, 280, (fold.EXIT_PADDING,) * 8),            # padding
 ]
 
 

@@ -276,6 +276,19 @@ class ScanTest(unittest.TestCase):
             self.scan(bytes(blob))
         self.assertTrue(cm.exception.corrupt)
 
+    def test_stream_ending_inside_a_record_is_a_cut_tail(self):
+        """perf 6.1's -z can lose the end of its last compressed record:
+        the scan reads everything before it and says how much of a record
+        was left (the verdict decides, by the end-to-end count)."""
+        records = [sample(t) for t in range(100)]
+        records[-1] = records[-1][:-10]
+        s = self.scan(perf_data(ONE, records, 2000))
+        self.assertEqual(s.tail_cut, len(records[-1]))
+        self.assertEqual(s.times, list(range(99)))
+        whole = self.scan(perf_data(ONE, [sample(t) for t in range(100)],
+                                    2000))
+        self.assertEqual(whole.tail_cut, 0)
+
     def test_record_running_past_the_data_is_corrupt(self):
         blob = bytearray(perf_data(ONE, [sample(t) for t in range(10)]))
         data_off = struct.unpack_from("<Q", blob, 40)[0]

@@ -95,3 +95,30 @@ class ParseExitTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TailCutTest(unittest.TestCase):
+    """perf 6.1 -z cut the recording's last compressed record short."""
+
+    def test_complete_when_the_count_proves_nothing_was_ours(self):
+        v = completeness.verdict({1: {"alloc": 5}}, {1: [5, 0, 0]},
+                                 tail_cut=True)
+        self.assertIs(v.complete, True)
+        self.assertIn("cut the recording's last compressed record short",
+                      v.reason)
+
+    def test_incomplete_when_events_are_missing(self):
+        v = completeness.verdict({1: {"alloc": 4}}, {1: [5, 0, 0]},
+                                 tail_cut=True)
+        self.assertIs(v.complete, False)
+        self.assertIn("1 events missing", v.reason)
+        self.assertIn("cut short", v.reason)
+
+    def test_incomplete_when_nothing_can_check_it(self):
+        for received, fired in (({1: {"alloc": 5}}, {}),
+                                ({1: {"alloc": 5}, 2: {"alloc": 1}},
+                                 {1: [5, 0, 0]})):
+            with self.subTest(fired=fired):
+                v = completeness.verdict(received, fired, tail_cut=True)
+                self.assertIs(v.complete, False)
+                self.assertIn("cannot be checked", v.reason)
