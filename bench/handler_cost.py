@@ -2,7 +2,7 @@
 """The Python work per event inside perf's handler, without perf.
 
   /usr/bin/python3 bench/handler_cost.py [--allocs N] [--chains N]
-                                         [--runs N] [--seed N]
+                                         [--runs N] [--seed N] [--scripts DIR]
 
 Loads scripts/allocsites.py as perf would run it for `allocsites report`
 (a worker: --worker-out, --worker-progress, --worker-pids, perf script
@@ -14,9 +14,12 @@ common_*, a call chain of 10 to 20 entry dicts {ip, sym {start, end,
 name}, sym_off, dso}, drawn from --chains distinct chains, a few of them
 hot), each freed later through the plain event (sdt_rt__plain_2: kind 1,
 a..h, common_*), as tests/unit/test_parse.py's PlainEventTest shapes
-them. Field dicts and chain lists are built before the clock starts, as
-perf builds them before it calls the handler; what is timed is only the
-handler (parse.Reader, Tally, EventLog, and the event() around them).
+them. What is timed is only the handler (trace_unhandled: Run.event,
+parse.Reader, Tally, EventLog).
+
+The events are built 256 at a time, just before the handler gets
+them, as perf builds each event's dicts just before its call: the timing
+covers the handler only, with its input in the CPU's caches as in perf.
 
 Prints the median over --runs (default 5) of the microseconds per alloc
 event (the allocations alone through a fresh handler), per free event
@@ -28,7 +31,11 @@ it is in the handler.
 Machine for the figures in bench/README.md: the project's reference VM,
 2 cores (AMD EPYC), Debian 12, kernel 6.18.44, /usr/bin/python3 3.11.2;
 command: /usr/bin/python3 bench/handler_cost.py (defaults: --allocs
-200000 --chains 3500 --runs 5 --seed 1). No root, no perf needed.
+200000 --chains 3500 --runs 5 --seed 1), about a minute. No root, no
+perf needed. To time an older version of the handler on the same input:
+
+  git archive REV scripts | tar -x -C /tmp/old
+  /usr/bin/python3 bench/handler_cost.py --scripts /tmp/old/scripts
 """
 
 import argparse
@@ -46,7 +53,6 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SCRIPTS = os.path.join(ROOT, "scripts")
-ENTRY = os.path.join(SCRIPTS, "allocsites.py")
 
 PID = 4242
 EXE = "/work/build/minicc"
@@ -104,38 +110,33 @@ def make_chains(rng, n_chains):
     return chains
 
 
-def common(tid, t):
-    return {"common_cpu": 1, "common_s": t // 1000000000,
-            "common_ns": t % 1000000000, "common_pid": tid,
-            "common_comm": "minicc"}
-
-
 def alloc_fields(chain, tid, t, ptr, size, tag):
-    f = common(tid, t)
-    f["common_callchain"] = list(chain)   # perf builds a new list per event
-    f["__probe_ip"] = 0x555555954a2c
+    f = {"common_cpu": 1, "common_s": t // 1000000000,
+         "common_ns": t % 1000000000, "common_pid": tid,
+         "common_comm": "minicc",
+         # perf builds a new list of new entry dicts per event
+         "common_callchain": [dict(e) for e in chain],
+         "__probe_ip": 0x555555954a2c}
     f["arg1"], f["arg2"], f["arg3"] = ptr, size, tag
     return f
 
 
 def free_fields(tid, t, ptr, size, tag):
-    f = common(tid, t)
-    f["__probe_ip"] = 0x555555954b10
-    f["kind"] = 1
+    f = {"common_cpu": 1, "common_s": t // 1000000000,
+         "common_ns": t % 1000000000, "common_pid": tid,
+         "common_comm": "minicc", "__probe_ip": 0x555555954b10, "kind": 1}
     # a free's tag is fetched as u64: the upper half is whatever the
     # register held
-    f["a"], f["b"], f["c"] = ptr, size, (rng_junk(ptr) << 32) | tag
+    f["a"], f["b"], f["c"] = ptr, size, (((ptr >> 4) & 0xffff) << 32) | tag
     f["d"] = f["e"] = f["f"] = f["g"] = f["h"] = 0
     return f
 
 
-def rng_junk(ptr):
-    return (ptr >> 4) & 0xffff
-
-
 def make_stream(n_allocs, n_chains, seed):
-    """[(event name, fields)] in time order: n_allocs allocations and one
-    free for each (most soon after, some late, the rest at the end)."""
+    """(chains, events): the call chains and, in time order, n_allocs
+    allocations, ("alloc", chain index, tid, time, ptr, size, tag), and
+    one free for each, ("free", tid, time, ptr, size, tag): most soon
+    after the allocation, some late, the rest at the end."""
     rng = random.Random(seed)
     chains = make_chains(rng, n_chains)
     # A few hot chains, a long tail (as a parser's allocations are).
@@ -150,7 +151,7 @@ def make_stream(n_allocs, n_chains, seed):
         while due and due[0][0] <= i:
             _, _, ptr, size, tag, tid = heapq.heappop(due)
             t += rng.randrange(200, 1500)
-            stream.append((PLAIN_EVENT, free_fields(tid, t, ptr, size, tag)))
+            stream.append(("free", tid, t, ptr, size, tag))
             free_ptrs.append(ptr)
         if free_ptrs and rng.random() < 0.9:
             ptr = free_ptrs.pop()
@@ -160,8 +161,7 @@ def make_stream(n_allocs, n_chains, seed):
         tag = chain_i % 7
         tid = rng.choice(tids)
         t += rng.randrange(300, 3000)
-        stream.append((ALLOC_EVENT, alloc_fields(chains[chain_i], tid, t, ptr,
-                                                 size, tag)))
+        stream.append(("alloc", chain_i, tid, t, ptr, size, tag))
         r = rng.random()
         if r < 0.8:
             life = int(rng.expovariate(1 / 40.0)) + 1
@@ -174,16 +174,30 @@ def make_stream(n_allocs, n_chains, seed):
     while due:
         _, _, ptr, size, tag, tid = heapq.heappop(due)
         t += rng.randrange(200, 1500)
-        stream.append((PLAIN_EVENT, free_fields(tid, t, ptr, size, tag)))
-    return stream
+        stream.append(("free", tid, t, ptr, size, tag))
+    return chains, stream
+
+
+def perf_events(chains, events):
+    """[(event name, fields)] as perf hands them to the handler."""
+    out = []
+    for e in events:
+        if e[0] == "alloc":
+            _, chain_i, tid, t, ptr, size, tag = e
+            out.append((ALLOC_EVENT, alloc_fields(chains[chain_i], tid, t,
+                                                  ptr, size, tag)))
+        else:
+            out.append((PLAIN_EVENT, free_fields(*e[1:])))
+    return out
 
 
 # ------------------------------------------------------------ the handler
 
-def load_handler(tmpdir):
+def load_handler(tmpdir, scripts):
     """scripts/allocsites.py loaded as a perf script worker would run it;
-    returns the module."""
-    sys.path.insert(0, SCRIPTS)
+    returns (the module, the worker's options)."""
+    entry = os.path.join(scripts, "allocsites.py")
+    sys.path.insert(0, scripts)
     from allocsites_lib import perfrun
     pids_path = os.path.join(tmpdir, "pids")
     with open(pids_path, "wb") as f:
@@ -192,13 +206,13 @@ def load_handler(tmpdir):
             "--worker-progress", os.path.join(tmpdir, "progress"),
             "--worker-pids", pids_path]
     perf_argv = ["perf", "script", "-i", "perf.data", "--no-inline",
-                 "--max-stack", "8192", "-s", ENTRY, "--"] + argv
+                 "--max-stack", "8192", "-s", entry, "--"] + argv
     perfrun.perf_argv = lambda pid="self": list(perf_argv)
     saved = sys.argv
-    sys.argv = [ENTRY] + argv
+    sys.argv = [entry] + argv
     try:
         spec = importlib.util.spec_from_file_location("allocsites_entry",
-                                                      ENTRY)
+                                                      entry)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     finally:
@@ -220,17 +234,27 @@ def fresh_run(module, argv, log):
     return run
 
 
-def time_stream(module, argv, stream, log):
+# perf builds each event's dicts just before it calls the handler, so
+# they are in the CPU's caches when the handler reads them. The events
+# are built here CHUNK at a time, untimed, and the handler is timed over
+# each chunk: prebuilding all 400,000 would time cache misses on field
+# dicts instead of the handler's work.
+CHUNK = 256
+
+
+def time_stream(module, argv, chains, events, log):
+    """Seconds in the handler for events, and the Run."""
     run = fresh_run(module, argv, log)
     handler = module.trace_unhandled
-    was = gc.isenabled()
-    gc.disable()
-    start = time.perf_counter()
-    for name, fields in stream:
-        handler(name, None, fields)
-    elapsed = time.perf_counter() - start
-    if was:
-        gc.enable()
+    clock = time.process_time   # this process's CPU time: a busy
+    # neighbour on the other core does not count
+    elapsed = 0.0
+    for i in range(0, len(events), CHUNK):
+        chunk = perf_events(chains, events[i:i + CHUNK])
+        start = clock()
+        for name, fields in chunk:
+            handler(name, None, fields)
+        elapsed += clock() - start
     if run.handler_errors:
         raise SystemExit("handler errors: %d" % run.handler_errors)
     return elapsed, run
@@ -242,33 +266,40 @@ def main(argv=None):
     ap.add_argument("--chains", type=int, default=3500)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--scripts", default=SCRIPTS,
+                    help="the scripts/ directory to time (default: this "
+                         "tree's; for an older version: git archive REV "
+                         "scripts | tar -x -C DIR, then DIR/scripts)")
     args = ap.parse_args(argv)
 
-    stream = make_stream(args.allocs, args.chains, args.seed)
-    allocs = [e for e in stream if e[0] == ALLOC_EVENT]
-    frees = [e for e in stream if e[0] == PLAIN_EVENT]
+    chains, stream = make_stream(args.allocs, args.chains, args.seed)
+    allocs = [e for e in stream if e[0] == "alloc"]
+    frees = [e for e in stream if e[0] == "free"]
     with tempfile.TemporaryDirectory(prefix="handler_cost.") as tmpdir:
-        module, wargv = load_handler(tmpdir)
+        module, wargv = load_handler(tmpdir, os.path.abspath(args.scripts))
         gc.collect()
-        gc.freeze()   # the input is not the handler's: keep it out of GC
+        gc.freeze()   # what is built so far is not the handler's
+        gc.disable()  # as in the handler (scripts/allocsites.py)
         rows = []
         for log in (True, False):
             per = {"alloc": [], "free": [], "pair": []}
             for _ in range(args.runs):
-                t, run = time_stream(module, wargv, allocs, log)
+                t, run = time_stream(module, wargv, chains, allocs, log)
                 per["alloc"].append(t / len(allocs) * 1e6)
-                t, _ = time_stream(module, wargv, frees, log)
+                t, run = time_stream(module, wargv, chains, frees, log)
                 per["free"].append(t / len(frees) * 1e6)
-                t, run = time_stream(module, wargv, stream, log)
+                t, run = time_stream(module, wargv, chains, stream, log)
                 per["pair"].append(t / len(allocs) * 1e6)
-                del run
             rows.append((log, {k: statistics.median(v)
                                for k, v in per.items()},
                          {k: (min(v), max(v)) for k, v in per.items()}))
-        tally = module._RUN.tally
-    print("Handler cost per event, Python %s, %d allocs + %d frees, %d "
-          "distinct chains, median of %d runs (min-max):"
-          % (sys.version.split()[0], len(allocs), len(frees),
+            if log:
+                tally = run.tally
+        gc.enable()
+    print("Handler cost per event (%s), Python %s, %d allocs + %d frees, "
+          "%d distinct chains, median of %d runs (min-max):"
+          % (os.path.relpath(os.path.abspath(args.scripts)),
+             sys.version.split()[0], len(allocs), len(frees),
              args.chains, args.runs))
     print()
     print("| event log | us/alloc | us/free | us/alloc+free (interleaved) |")
@@ -281,9 +312,10 @@ def main(argv=None):
                  med["free"], rng["free"][0], rng["free"][1],
                  med["pair"], rng["pair"][0], rng["pair"][1]))
     print()
-    print("last run: %d distinct (stack, tag) keys, %d allocs, %d frees, "
-          "%d duplicates dropped" % (len(tally.stacks), tally.events["alloc"],
-                                     tally.events["free"], tally.duplicates))
+    print("last run with the log: %d (stack, tag) keys, %d allocs, %d frees, "
+          "%d events logged, %d duplicates dropped"
+          % (len(tally.stacks), tally.events["alloc"], tally.events["free"],
+             len(tally.log), tally.duplicates))
 
 
 if __name__ == "__main__":
