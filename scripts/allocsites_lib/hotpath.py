@@ -1,0 +1,220 @@
+"""The per-event path inside perf: Reader.read then Tally.add_fields, fused
+for the two events that are nearly all of an exact recording.
+
+An exact recording is one rt:alloc event (a call chain) per allocation
+and one plain event (kind 1, a free) per free: 400,000 events for the
+demo, each costing perf's handler its own Python work. Done generically
+(parse.Reader.read builds a 9-tuple, Tally.add_fields takes it apart and
+branches on the kind, EventLog.append branches again and hashes the
+20-frame (stack, tag) key to intern it, and Tally hashes it once more for
+its counts), that was 4.2 us an allocation and 1.9 us a free on the
+reference VM (bench/handler_cost.py). handler() does the same work for
+these two events in one function, with what repeats cached:
+
+  - per distinct chain of ips: its RawFrames (shared with the Reader's
+    cache) and, per tag, the key's index in the EventLog and its
+    ExactEntry in Tally.stacks, so no per-event hashing of the key;
+  - the Tally's and the EventLog's containers and their bound methods
+    are closure variables: no attribute lookups per event.
+
+Everything else, and any alloc or free that is not exactly the common
+shape (a sample dict for a free, a non-int thread or time, a missing or
+odd field, a value a log column cannot hold), goes through Reader.read
+and Tally.add_fields unchanged, so every result is the one they give:
+the same Tally, the same EventLog, the same malformed count, the same
+exceptions (tests/unit/test_hotpath.py compares the two on the same
+input). The checks that send an event there come before any change to
+the Tally.
+
+The caches hold references into the Tally (stacks, the log's columns,
+frees...): the handler is valid while the Tally is fed only through it
+and its fallbacks, as a perf script run's Tally is until trace_end (no
+merge, no unpickling in between).
+"""
+
+import operator
+
+from . import eventlog, parse
+from .completeness import COUNTED_AS
+
+_MASK32 = (1 << 32) - 1
+_MASK64 = (1 << 64) - 1
+_IP = operator.itemgetter("ip")
+
+class _NotHot(Exception):
+    """Raised inside handle's checks: this event takes the general path."""
+
+
+# The event name's kind, as far as the handler cares.
+_OTHER, _ALLOC, _PLAIN = 0, 1, 2
+
+
+def _name_code(event_name):
+    kind = parse.event_kind(event_name)
+    return _ALLOC if kind == "alloc" else _PLAIN if kind == "plain" \
+        else _OTHER
+
+
+def handler(reader, tally):
+    """handle(event_name, fields, sample=None) for one perf event: adds it
+    to tally as tally.add_fields(*reader.read(...)) does (tally.add(None)
+    when read gives None) and returns the event's time (None for a
+    malformed event or one without a time), for the progress file.
+    Raises what those would raise (the caller counts handler errors)."""
+    read, add_fields, add = reader.read, tally.add_fields, tally.add
+    pids_get = reader.pids.get
+    chains, convert = reader._chains, reader._convert
+    names = {}      # event name -> _ALLOC, _PLAIN or _OTHER
+    hot = {}        # tuple of ips -> (frames, {tag: [keyidx, entry]})
+    last_time = tally._last_time
+    last_get = last_time.get
+    events = tally.events
+    received = tally.received
+    frees = tally.frees
+    stacks = tally.stacks
+    min_size = tally.min_size
+    alloc_as = COUNTED_AS.get("alloc", "alloc")
+    free_as = COUNTED_AS.get("free", "free")
+    log = tally.log
+    if log is not None:
+        kinds, times, pid_col, tid_col, a_col, b_col, _sizes, keyidx = \
+            log.columns()
+        intern, truncate, log_append = log.intern, log._truncate, log.append
+        add_kind, add_time, add_pid, add_tid = (
+            kinds.append, times.append, pid_col.append, tid_col.append)
+        add_a, add_b, add_key = a_col.append, b_col.append, keyidx.append
+    ALLOC, FREE = eventlog.ALLOC, eventlog.FREE
+
+    def slow(event_name, fields, sample):
+        values = read(event_name, fields, sample)
+        if values is None:
+            add(None)
+            return None
+        add_fields(*values)
+        return values[7]
+
+    def handle(event_name, fields, sample=None):
+        try:
+            code = names[event_name]
+        except KeyError:
+            code = names[event_name] = _name_code(event_name)
+        except TypeError:   # an unhashable name
+            return slow(event_name, fields, sample)
+
+        if code == _ALLOC:
+            # Reader.read's fast path: the same checks, the same values.
+            try:
+                size = fields["arg2"] & _MASK64
+                tag = fields["arg3"] & _MASK32
+                if sample is None:
+                    tid = fields["common_pid"]
+                    sec, nsec = fields["common_s"], fields["common_ns"]
+                    if type(sec) is not int or type(nsec) is not int:
+                        raise _NotHot
+                    time = sec * 1000000000 + nsec
+                    pid = pids_get(tid, tid)
+                    chain = fields["common_callchain"]
+                else:
+                    s = sample["sample"]
+                    pid, tid, time = s["pid"], s["tid"], s["time"]
+                    if type(time) is not int:
+                        raise _NotHot
+                    chain = sample["callchain"]
+                ptr = fields["arg1"] & _MASK64
+                ips = tuple(map(_IP, chain))
+                known = hot.get(ips)
+                if known is None:
+                    frames = chains.get(ips)
+                    if frames is None:
+                        frames = chains[ips] = convert(chain)
+                    known = hot[ips] = (frames, {})
+            except Exception:  # noqa: BLE001 - _NotHot, or for Reader.read
+                # Outside the try: an exception of the general path must
+                # reach the caller, not bring it here a second time.
+                return slow(event_name, fields, sample)
+            # Tally.add_fields for an alloc, from here on.
+            if last_get(tid) == time:
+                tally.duplicates += 1
+                return time
+            last_time[tid] = time
+            events["alloc"] += 1
+            received[pid][alloc_as] += 1
+            frames, per_tag = known
+            slot = per_tag.get(tag)
+            if slot is None:
+                slot = per_tag[tag] = [None, None]
+            if log is not None:
+                try:
+                    add_time(time)
+                    add_pid(pid)
+                    add_tid(tid)
+                    add_a(ptr)
+                    add_b(size)
+                except (TypeError, OverflowError, ValueError):
+                    # kinds is appended last: its length is the event's
+                    # index. EventLog.append clamps what does not fit.
+                    truncate(len(kinds))
+                    log_append("alloc", time, pid, tid, ptr, size,
+                               (frames, tag))
+                else:
+                    i = slot[0]
+                    if i is None:
+                        i = slot[0] = intern((frames, tag))
+                    add_key(i)
+                    add_kind(ALLOC)
+            if size < min_size:
+                tally.filtered += 1
+                return time
+            if not frames:
+                tally.no_callchain += 1
+            entry = slot[1]
+            if entry is None:
+                entry = slot[1] = stacks[(frames, tag)]
+            entry.count += 1
+            entry.bytes += size
+            return time
+
+        if code == _PLAIN and sample is None:
+            # Reader._read_plain's fast path: a free.
+            try:
+                if fields["kind"] != 1:
+                    raise _NotHot
+                tid = fields["common_pid"]
+                sec, nsec = fields["common_s"], fields["common_ns"]
+                if type(sec) is not int or type(nsec) is not int:
+                    raise _NotHot
+                pid = pids_get(tid, tid)
+                size = fields["b"] & _MASK64
+                fields["c"] & _MASK32   # the tag: unused, but must be there
+                ptr = fields["a"] & _MASK64
+            except Exception:  # noqa: BLE001 - _NotHot, or for Reader.read
+                # Outside the try: an exception of the general path must
+                # reach the caller, not bring it here a second time.
+                return slow(event_name, fields, sample)
+            time = sec * 1000000000 + nsec
+            # Tally.add_fields for a free.
+            if last_get(tid) == time:
+                tally.duplicates += 1
+                return time
+            last_time[tid] = time
+            events["free"] += 1
+            received[pid][free_as] += 1
+            frees[0] += 1
+            frees[1] += size
+            if log is not None:
+                try:
+                    add_time(time)
+                    add_pid(pid)
+                    add_tid(tid)
+                    add_a(ptr)
+                    add_b(size)
+                except (TypeError, OverflowError, ValueError):
+                    truncate(len(kinds))
+                    log_append("free", time, pid, tid, ptr, size)
+                else:
+                    add_kind(FREE)
+            return time
+
+        return slow(event_name, fields, sample)
+
+    return handle
