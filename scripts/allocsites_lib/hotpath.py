@@ -65,7 +65,11 @@ def handler(reader, tally):
     pids_get = reader.pids.get
     chains, convert = reader._chains, reader._convert
     names = {}      # event name -> _ALLOC, _PLAIN or _OTHER
-    hot = {}        # tuple of ips -> (frames, {tag: [keyidx, entry]})
+    # tuple of ips -> [frames, tag, keyidx, entry, others]: keyidx, the
+    # key's index in the log, and entry, its ExactEntry in tally.stacks,
+    # for (frames, tag), None until needed; others: {another tag: a list
+    # of the same shape} (one chain nearly always has one tag).
+    hot = {}
     last_time = tally._last_time
     last_get = last_time.get
     events = tally.events
@@ -92,6 +96,15 @@ def handler(reader, tally):
             return None
         add_fields(*values)
         return values[7]
+
+    def other_tag(rec, tag):
+        others = rec[4]
+        if others is None:
+            others = rec[4] = {}
+        mine = others.get(tag)
+        if mine is None:
+            mine = others[tag] = [rec[0], tag, None, None, None]
+        return mine
 
     def handle(event_name, fields, sample=None):
         try:
@@ -122,12 +135,12 @@ def handler(reader, tally):
                     chain = sample["callchain"]
                 ptr = fields["arg1"] & _MASK64
                 ips = tuple(map(_IP, chain))
-                known = hot.get(ips)
-                if known is None:
+                rec = hot.get(ips)
+                if rec is None:
                     frames = chains.get(ips)
                     if frames is None:
                         frames = chains[ips] = convert(chain)
-                    known = hot[ips] = (frames, {})
+                    rec = hot[ips] = [frames, tag, None, None, None]
             except Exception:  # noqa: BLE001 - _NotHot, or for Reader.read
                 # Outside the try: an exception of the general path must
                 # reach the caller, not bring it here a second time.
@@ -139,10 +152,9 @@ def handler(reader, tally):
             last_time[tid] = time
             events["alloc"] += 1
             received[pid][alloc_as] += 1
-            frames, per_tag = known
-            slot = per_tag.get(tag)
-            if slot is None:
-                slot = per_tag[tag] = [None, None]
+            if rec[1] != tag:
+                rec = other_tag(rec, tag)
+            frames = rec[0]
             if log is not None:
                 try:
                     add_time(time)
@@ -157,9 +169,9 @@ def handler(reader, tally):
                     log_append("alloc", time, pid, tid, ptr, size,
                                (frames, tag))
                 else:
-                    i = slot[0]
+                    i = rec[2]
                     if i is None:
-                        i = slot[0] = intern((frames, tag))
+                        i = rec[2] = intern((frames, tag))
                     add_key(i)
                     add_kind(ALLOC)
             if size < min_size:
@@ -167,9 +179,9 @@ def handler(reader, tally):
                 return time
             if not frames:
                 tally.no_callchain += 1
-            entry = slot[1]
+            entry = rec[3]
             if entry is None:
-                entry = slot[1] = stacks[(frames, tag)]
+                entry = rec[3] = stacks[(frames, tag)]
             entry.count += 1
             entry.bytes += size
             return time
