@@ -114,8 +114,10 @@ def alloc_fields(chain, tid, t, ptr, size, tag):
     f = {"common_cpu": 1, "common_s": t // 1000000000,
          "common_ns": t % 1000000000, "common_pid": tid,
          "common_comm": "minicc",
-         # perf builds a new list of new entry dicts per event
-         "common_callchain": [dict(e) for e in chain],
+         # perf builds a new list of new entry dicts, new ints, per event
+         "common_callchain": [{"ip": e["ip"] + 0, "sym": e["sym"],
+                               "sym_off": e["sym_off"], "dso": e["dso"]}
+                              for e in chain],
          "__probe_ip": 0x555555954a2c}
     f["arg1"], f["arg2"], f["arg3"] = ptr, size, tag
     return f
