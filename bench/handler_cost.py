@@ -257,6 +257,11 @@ def time_stream(module, argv, chains, events, log):
         for name, fields in chunk:
             handler(name, None, fields)
         elapsed += clock() - start
+    flush = getattr(getattr(run, "handle", None), "flush", None)
+    if flush is not None:   # the event log's last batch (trace_end's)
+        start = clock()
+        flush()
+        elapsed += clock() - start
     if run.handler_errors:
         raise SystemExit("handler errors: %d" % run.handler_errors)
     return elapsed, run

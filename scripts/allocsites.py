@@ -71,8 +71,11 @@ class Run:
     def use_tally(self, tally):
         """Events go to tally from now on (bench/handler_cost.py gives
         one without an event log)."""
+        if getattr(self, "handle", None) is not None:
+            self.handle.flush()
         self.tally = tally
-        # Reader.read then Tally.add_fields, fused for allocs and frees.
+        # Reader.read then Tally.add_fields, fused for allocs and frees;
+        # the tally's event log is complete after self.handle.flush().
         self.handle = hotpath.handler(self.reader, tally)
 
     def start(self):
@@ -106,6 +109,7 @@ class Run:
         """Writes the report and exits perf with the report's status."""
         gc.enable()
         try:
+            self.handle.flush()
             status = self.finish()
         except options.UsageError as e:   # --weight peak without frees...
             _fail("%s" % e, 2)

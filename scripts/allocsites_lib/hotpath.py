@@ -15,7 +15,9 @@ these two events in one function, with what repeats cached:
     cache) and, per tag, the key's index in the EventLog and its
     ExactEntry in Tally.stacks, so no per-event hashing of the key;
   - the Tally's and the EventLog's containers and their bound methods
-    are closure variables: no attribute lookups per event.
+    are closure variables: no attribute lookups per event;
+  - the log gets one tuple per event, and its seven columns are
+    extended from those every FLUSH_EVERY events (handle.flush()).
 
 Everything else, and any alloc or free that is not exactly the common
 shape (a sample dict for a free, a non-int thread or time, a missing or
@@ -36,6 +38,9 @@ import operator
 
 from . import eventlog, parse
 from .completeness import COUNTED_AS
+
+# Events kept before they go to the log's columns (flush()).
+FLUSH_EVERY = 1024
 
 _MASK32 = (1 << 32) - 1
 _MASK64 = (1 << 64) - 1
@@ -60,7 +65,12 @@ def handler(reader, tally):
     to tally as tally.add_fields(*reader.read(...)) does (tally.add(None)
     when read gives None) and returns the event's time (None for a
     malformed event or one without a time), for the progress file.
-    Raises what those would raise (the caller counts handler errors)."""
+    Raises what those would raise (the caller counts handler errors).
+
+    The log's columns get the allocs and frees in batches: the Tally's
+    log is complete, event for event what add_fields would have made it,
+    after handle.flush() (every FLUSH_EVERY events, before any event of
+    the general path, and by the caller before it reads the log)."""
     read, add_fields, add = reader.read, tally.add_fields, tally.add
     pids_get = reader.pids.get
     chains, convert = reader._chains, reader._convert
@@ -83,13 +93,47 @@ def handler(reader, tally):
     if log is not None:
         kinds, times, pid_col, tid_col, a_col, b_col, _sizes, keyidx = \
             log.columns()
-        intern, truncate, log_append = log.intern, log._truncate, log.append
-        add_kind, add_time, add_pid, add_tid = (
-            kinds.append, times.append, pid_col.append, tid_col.append)
-        add_a, add_b, add_key = a_col.append, b_col.append, keyidx.append
+        intern, log_append, log_keys = log.intern, log.append, log.keys
+    # The log's share of each alloc and free, (time, pid, tid, ptr, size,
+    # key index or None for a free), until flush() puts them in the log's
+    # columns: one tuple an event instead of seven array appends.
+    pending = []
+    pend = pending.append
     ALLOC, FREE = eventlog.ALLOC, eventlog.FREE
 
+    def flush():
+        """Puts the pending events in the log, as EventLog.append would
+        have one by one (values that do not fit clamped alike)."""
+        if not pending:
+            return
+        n = len(kinds)
+        try:
+            t, p, th, a, b, k = zip(*pending)
+            times.extend(t)
+            pid_col.extend(p)
+            tid_col.extend(th)
+            a_col.extend(a)
+            b_col.extend(b)
+        except (TypeError, OverflowError, ValueError):
+            # A value a column cannot hold: back to where the log was,
+            # then EventLog.append for each, which clamps it.
+            for col in (times, pid_col, tid_col, a_col, b_col):
+                del col[n:]
+            for time, pid, tid, ptr, size, i in pending:
+                if i is None:
+                    log_append("free", time, pid, tid, ptr, size)
+                else:
+                    log_append("alloc", time, pid, tid, ptr, size,
+                               log_keys[i])
+        else:
+            keyidx.extend([i for i in k if i is not None])
+            kinds.extend([FREE if i is None else ALLOC for i in k])
+        finally:
+            pending.clear()
+
     def slow(event_name, fields, sample):
+        if pending:
+            flush()   # the general path appends to the log itself
         values = read(event_name, fields, sample)
         if values is None:
             add(None)
@@ -156,24 +200,12 @@ def handler(reader, tally):
                 rec = other_tag(rec, tag)
             frames = rec[0]
             if log is not None:
-                try:
-                    add_time(time)
-                    add_pid(pid)
-                    add_tid(tid)
-                    add_a(ptr)
-                    add_b(size)
-                except (TypeError, OverflowError, ValueError):
-                    # kinds is appended last: its length is the event's
-                    # index. EventLog.append clamps what does not fit.
-                    truncate(len(kinds))
-                    log_append("alloc", time, pid, tid, ptr, size,
-                               (frames, tag))
-                else:
-                    i = rec[2]
-                    if i is None:
-                        i = rec[2] = intern((frames, tag))
-                    add_key(i)
-                    add_kind(ALLOC)
+                i = rec[2]
+                if i is None:
+                    i = rec[2] = intern((frames, tag))
+                pend((time, pid, tid, ptr, size, i))
+                if len(pending) >= FLUSH_EVERY:
+                    flush()
             if size < min_size:
                 tally.filtered += 1
                 return time
@@ -214,19 +246,12 @@ def handler(reader, tally):
             frees[0] += 1
             frees[1] += size
             if log is not None:
-                try:
-                    add_time(time)
-                    add_pid(pid)
-                    add_tid(tid)
-                    add_a(ptr)
-                    add_b(size)
-                except (TypeError, OverflowError, ValueError):
-                    truncate(len(kinds))
-                    log_append("free", time, pid, tid, ptr, size)
-                else:
-                    add_kind(FREE)
+                pend((time, pid, tid, ptr, size, None))
+                if len(pending) >= FLUSH_EVERY:
+                    flush()
             return time
 
         return slow(event_name, fields, sample)
 
+    handle.flush = flush if log is not None else (lambda: None)
     return handle

@@ -204,6 +204,7 @@ class HotPathTest(unittest.TestCase):
         fast_tally = Tally(min_size, log=log)
         handle = hotpath.handler(fast_reader, fast_tally)
         fast = feed_fast(handle, stream)
+        handle.flush()
         slow = feed_slow(slow_reader, slow_tally, stream)
         for i, (a, b) in enumerate(zip(fast, slow)):
             # the first difference only: a diff of the whole is slow
@@ -242,6 +243,18 @@ class HotPathTest(unittest.TestCase):
                 with self.subTest(seed=seed, **kw):
                     self.compare(stream, **kw)
 
+    def test_log_batches_of_any_size(self):
+        # The log's columns are filled in batches (flush()): any batch
+        # boundary gives the same log.
+        saved = hotpath.FLUSH_EVERY
+        try:
+            for every in (1, 2, 7):
+                hotpath.FLUSH_EVERY = every
+                with self.subTest(flush_every=every):
+                    self.compare(events(random.Random(every), 400))
+        finally:
+            hotpath.FLUSH_EVERY = saved
+
     def test_log_values_clamped_alike(self):
         stream = [
             (ALLOC, alloc_fields(1 << 40, 10**9, 0x10, 8, 1, CHAINS[0]),
@@ -272,6 +285,7 @@ class HotPathTest(unittest.TestCase):
                 "callchain": CHAINS[0][:1]})
         handle(ALLOC, alloc_fields(101, 10**9 + 1, 0x10, 8, 1, CHAINS[0]))
         handle(ALLOC, alloc_fields(101, 10**9 + 2, 0x10, 8, 1, CHAINS[2]))
+        handle.flush()
         self.assertEqual(len(tally.stacks), 2)
         self.assertEqual(len(tally.log.keys), 2)
         (frames, _), entry = list(tally.stacks.items())[1]
@@ -283,6 +297,7 @@ class HotPathTest(unittest.TestCase):
         handle = hotpath.handler(reader, tally)
         stream = events(random.Random(3), 300)
         feed_fast(handle, stream)
+        handle.flush()
         back = pickle.loads(pickle.dumps(tally))
         self.assertEqual(state(back), state(tally))
 
