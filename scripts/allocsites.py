@@ -20,8 +20,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from allocsites_lib import (options, parallel, parse, perfrun,  # noqa: E402
-                            perfstderr)
+from allocsites_lib import (hotpath, options, parallel, parse,  # noqa: E402
+                            perfrun, perfstderr)
 from allocsites_lib.fold import Tally  # noqa: E402
 
 
@@ -30,6 +30,7 @@ from allocsites_lib.fold import Tally  # noqa: E402
 # 130 interrupted (the outputs are partial and say so); 1 the report
 # failed; 2 bad options.
 INCOMPLETE, INTERRUPTED = 3, 130
+PROGRESS_EVERY = parallel.PROGRESS_EVERY
 
 
 def _fail(message, status=2):
@@ -44,7 +45,6 @@ class Run:
 
     def __init__(self, argv):
         self.opts = options.parse(argv)
-        self.tally = Tally(self.opts.min_size)
         self.handler_errors = 0
         self.perf_argv = perfrun.perf_argv()
         self.perf_inlines = perfrun.inline_expansion(self.perf_argv)
@@ -56,8 +56,8 @@ class Run:
         self.pids = None
         if self.opts.worker_pids:
             self.pids = parallel.read_pids(self.opts.worker_pids)
-        self.read = parse.Reader(self.perf_inlines, self.pids).read
-        self.add = self.tally.add_fields
+        self.reader = parse.Reader(self.perf_inlines, self.pids)
+        self.use_tally(Tally(self.opts.min_size))
         self.delivered = 0   # events perf handed over, whatever they were
         # A worker whose time range ends before the recording does stops
         # once it has had all its samples (the command counted them):
@@ -67,6 +67,16 @@ class Run:
         self.progress = None
         if self.opts.worker_progress:
             self.progress = parallel.ProgressWriter(self.opts.worker_progress)
+
+    def use_tally(self, tally):
+        """Events go to tally from now on (bench/handler_cost.py gives
+        one without an event log)."""
+        if getattr(self, "handle", None) is not None:
+            self.handle.flush()
+        self.tally = tally
+        # Reader.read then Tally.add_fields, fused for allocs and frees;
+        # the tally's event log is complete after self.handle.flush().
+        self.handle = hotpath.handler(self.reader, tally)
 
     def start(self):
         # perf's own SIGINT handler is gone once Python is loaded (Python
@@ -86,14 +96,10 @@ class Run:
             self.end()
         self.delivered += 1
         try:
-            values = self.read(event_name, fields, sample)
-            if values is None:
-                self.tally.add(None)
-            else:
-                self.add(*values)
-                if self.progress and \
-                        not self.delivered % parallel.PROGRESS_EVERY:
-                    self.progress.write(values[7])
+            time = self.handle(event_name, fields, sample)
+            # time is None for a malformed event: write() ignores it
+            if self.progress and not self.delivered % PROGRESS_EVERY:
+                self.progress.write(time)
         except Exception:  # noqa: BLE001 - see the file comment
             self.handler_errors += 1
         if self.delivered == self.stop_after:
@@ -103,6 +109,7 @@ class Run:
         """Writes the report and exits perf with the report's status."""
         gc.enable()
         try:
+            self.handle.flush()
             status = self.finish()
         except options.UsageError as e:   # --weight peak without frees...
             _fail("%s" % e, 2)
