@@ -141,8 +141,9 @@ def record(opts, argv, out=sys.stderr):
                                                   stack_size, argv, boost.step,
                                                   pid=pid)
                     try:
-                        child = subprocess.Popen(cmd, env=env)
-                    except OSError as e:
+                        child = subprocess.Popen(cmd, env=env,
+                                                 preexec_fn=boost.preexec)
+                    except (OSError, subprocess.SubprocessError) as e:
                         raise RecordError("cannot run perf: %s" % e)
                 interrupts.child = child
                 events.state.note(perf=child.pid)

@@ -48,13 +48,31 @@ class MmapPagesTest(unittest.TestCase):
 class BoostTest(unittest.TestCase):
     def test_restores_the_priority_it_found(self):
         before = os.getpriority(os.PRIO_PROCESS, 0)
+        policy = os.sched_getscheduler(0)
         with recorder.Boost() as boost:
             inside = os.getpriority(os.PRIO_PROCESS, 0)
         self.assertEqual(os.getpriority(os.PRIO_PROCESS, 0), before)
-        if os.geteuid() == 0:
-            self.assertEqual((boost.step, inside), (10, before - 10))
+        self.assertEqual(os.sched_getscheduler(0), policy)
+        if os.geteuid() == 0:   # root may use SCHED_FIFO: no nice step
+            self.assertEqual((boost.realtime, boost.step, inside),
+                             (True, 0, before))
         else:
-            self.assertEqual((boost.step, inside), (0, before))
+            self.assertFalse(boost.realtime)
+
+    def test_perf_is_realtime_and_its_children_are_not(self):
+        """What perf gets (SCHED_FIFO 1, reset on fork) and what the
+        program it forks gets (the caller's policy), from a real child
+        and grandchild."""
+        import subprocess
+        with recorder.Boost() as boost:
+            if not boost.realtime:
+                self.skipTest("no privilege for SCHED_FIFO")
+            out = subprocess.run(
+                ["/bin/sh", "-c", "cat /proc/$$/sched | grep -E '^policy';"
+                 " sh -c 'grep -E ^policy /proc/$$/sched'"],
+                preexec_fn=boost.preexec, stdout=subprocess.PIPE,
+                universal_newlines=True, check=True).stdout.split()
+        self.assertEqual([out[2], out[5]], ["1", "0"])   # FIFO, then OTHER
 
 
 def perf_data(path, data_offset, data_size, total):
