@@ -562,8 +562,10 @@ class Boost:
     @classmethod
     def can_realtime(cls):
         """Whether this process may make a child SCHED_FIFO (tried on
-        itself, then undone)."""
-        if not hasattr(os, "SCHED_RESET_ON_FORK"):
+        itself, then undone). ALLOCSITES_WRITER=nice in the environment
+        asks for the fallback (bench/lossless_runs.py compares them)."""
+        if not hasattr(os, "SCHED_RESET_ON_FORK") or \
+                os.environ.get("ALLOCSITES_WRITER") == "nice":
             return False
         try:
             policy = os.sched_getscheduler(0)
