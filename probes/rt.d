@@ -44,6 +44,8 @@ provider rt {
 	 * while each was recorded (the report's end-to-end check; commits
 	 * counts commit and decommit, phases begin and end), and untracked:
 	 * sampled blocks the pointer table could not hold. rt_probes.h fires
-	 * it from a destructor. Arguments are only ever appended. */
+	 * it from a destructor, followed by 1536 padding events whose counts
+	 * are all 2^64-1 (for perf -z's cut tail: docs/probes.md); readers
+	 * skip those. Arguments are only ever appended. */
 	probe exit(unsigned long long allocs, unsigned long long frees, unsigned long long samples, unsigned long long sample_frees, unsigned long long releases, unsigned long long commits, unsigned long long phases, unsigned long long untracked);
 };
