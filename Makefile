@@ -91,6 +91,7 @@ bench: deps all
 	$(PYTHON) bench/sampled_overhead.py > $(BENCH_OUT)/sampled_overhead.md && cat $(BENCH_OUT)/sampled_overhead.md
 	$(PYTHON) bench/fixed_cost.py > $(BENCH_OUT)/fixed_cost.md && cat $(BENCH_OUT)/fixed_cost.md
 	$(PYTHON) bench/free_cost.py > $(BENCH_OUT)/free_cost.md && cat $(BENCH_OUT)/free_cost.md
+	$(PYTHON) bench/sampled_total.py > $(BENCH_OUT)/sampled_total.md && cat $(BENCH_OUT)/sampled_total.md
 	$(PYTHON) bench/stack_depth.py > $(BENCH_OUT)/stack_depth.md && cat $(BENCH_OUT)/stack_depth.md
 	$(PYTHON) bench/loss_stress.py > $(BENCH_OUT)/loss_stress.md && cat $(BENCH_OUT)/loss_stress.md
 	$(PYTHON) bench/lossless_runs.py > $(BENCH_OUT)/lossless_runs.md && cat $(BENCH_OUT)/lossless_runs.md
