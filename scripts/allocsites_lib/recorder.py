@@ -6,6 +6,7 @@ uprobe is bound to an inode and offset: after a rebuild an old event
 records nothing, without an error), and removed again in all cases.
 """
 
+import errno
 import fcntl
 import json
 import os
@@ -416,7 +417,8 @@ class ProbeEvents:
         if not lines:
             return None
         full = "%s:%s" % (probedefs.GROUP, name)
-        if full not in self.created:
+        appending = full in self.created
+        if not appending:
             self.created.append(full)
         if self.state is not None:
             self.state.note(events=self.created)
@@ -431,6 +433,12 @@ class ProbeEvents:
             finally:
                 os.close(fd)
         except OSError as e:
+            if appending and e.errno == errno.EINVAL:
+                # The kernel appends a probe to an event only when its
+                # fields have the same names and types: a binary built
+                # with another header's argument sizes gets perf probe's
+                # events of its own instead.
+                return None
             raise RecordError("cannot add the probes of %s to %s: %s%s"
                               % (binary, full, e.strerror,
                                  tracefs_error(self.tracefs)))

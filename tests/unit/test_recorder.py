@@ -305,3 +305,50 @@ class EventLockTest(unittest.TestCase):
                         pass
             with recorder.EventLock(tmp, timeout=0.1):   # free again
                 pass
+
+
+class DirectEventsTest(unittest.TestCase):
+    """ProbeEvents writes the allocation and plain events to tracefs
+    itself (probedefs.py): here into a plain file standing for
+    uprobe_events."""
+
+    def setUp(self):
+        from fixtures import CProgram, require_toolchain
+        require_toolchain()
+        self.prog = CProgram()
+        self.tracefs = tempfile.mkdtemp(prefix="allocsites-tracefs-")
+        open(os.path.join(self.tracefs, "uprobe_events"), "w").close()
+        self.events = recorder.ProbeEvents("perf", self.tracefs)
+
+    def tearDown(self):
+        self.prog.cleanup()
+        import shutil
+        shutil.rmtree(self.tracefs)
+
+    def written(self):
+        with open(os.path.join(self.tracefs, "uprobe_events")) as f:
+            return f.read().splitlines()
+
+    def test_one_event_for_every_binary(self):
+        name = self.events.add_alloc(self.prog.path, "alloc")
+        self.assertEqual(name, "sdt_rt:alloc_%d" % os.getpid())
+        self.assertEqual(self.events.add_alloc(self.prog.path, "alloc"), name)
+        self.assertEqual(self.events.created, [name])
+        lines = self.written()
+        self.assertTrue(lines)
+        self.assertTrue(all(l.startswith("p:sdt_rt/alloc_%d " % os.getpid())
+                            for l in lines))
+
+    def test_a_refused_append_falls_back_to_perf_probe(self):
+        """The kernel refuses (EINVAL) a probe whose fields differ from the
+        event's: that binary gets perf probe's own events (None here),
+        while a refused first definition is an error."""
+        import errno
+        from unittest import mock
+        name = self.events.add_alloc(self.prog.path, "alloc")
+        einval = OSError(errno.EINVAL, "Invalid argument")
+        with mock.patch("os.write", side_effect=einval):
+            self.assertIsNone(self.events.add_alloc(self.prog.path, "alloc"))
+            with self.assertRaises(RecordError):
+                self.events.add_plain(self.prog.path, {"exit"})
+        self.assertIn(name, self.events.created)
