@@ -45,9 +45,10 @@ PERF_MAGIC = b"PERFILE2"
 #    its own build-id pass with -z), so the report can tell a binary
 #    rebuilt since the recording even when cp -p or rsync -a kept its old
 #    modification time.
-#  - Frees carry no call graph: the report does not attribute them, and
-#    their stack copies would double the data. rt:exit (one event per
-#    process and ELF file) has none either.
+#  - Frees carry no call graph: the liveness sweep matches each to its
+#    allocation by pointer, and the allocation has the stack; their stack
+#    copies would double the data. Nor do rt:exit and the other probes
+#    of the plain event (probedefs.py).
 DEFAULT_STACK_SIZE = 8192
 RING_BUDGET = 256 << 20
 RING_MIN, RING_MAX = 16 << 20, 128 << 20
@@ -422,16 +423,8 @@ class ProbeEvents:
             self.created.append(full)
         if self.state is not None:
             self.state.note(events=self.created)
-        # os.write, one definition per write(2): Python's open(..., "a")
-        # seeks to the end first, which tracefs refuses (EINVAL).
         try:
-            fd = os.open(os.path.join(self.tracefs, "uprobe_events"),
-                         os.O_WRONLY | os.O_APPEND)
-            try:
-                for line in lines:
-                    os.write(fd, (line + "\n").encode())
-            finally:
-                os.close(fd)
+            self._write(lines)
         except OSError as e:
             if appending and e.errno == errno.EINVAL:
                 # The kernel appends a probe to an event only when its
@@ -475,15 +468,23 @@ class ProbeEvents:
         if self.tracefs is None or ":" not in name:
             return False
         try:
-            fd = os.open(os.path.join(self.tracefs, "uprobe_events"),
-                         os.O_WRONLY | os.O_APPEND)
-            try:
-                os.write(fd, ("-:%s\n" % name.replace(":", "/", 1)).encode())
-            finally:
-                os.close(fd)
+            self._write(["-:%s" % name.replace(":", "/", 1)])
         except OSError:
             return False
         return True
+
+    def _write(self, lines):
+        """Each line to tracefs' uprobe_events, one write(2) per line (a
+        definition, or a deletion): os.write, because Python's open(...,
+        "a") seeks to the end first, which tracefs refuses (EINVAL).
+        Raises OSError."""
+        fd = os.open(os.path.join(self.tracefs, "uprobe_events"),
+                     os.O_WRONLY | os.O_APPEND)
+        try:
+            for line in lines:
+                os.write(fd, (line + "\n").encode())
+        finally:
+            os.close(fd)
 
     def _delete(self, names):
         cmd = [self.perf, "probe", "-q"]
