@@ -98,8 +98,9 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     skip = "|".join(p for p in [skip_regex(opts)] +
                     ["(?:%s)" % r for r, _ in declared] if p) or None
     warnings = []
+    phase_names = livereport.phase_names(tally, symbolizer)
     sweep, live_summary, entries, live = liveness_of(
-        tally, opts, symbolizer, mode, warnings)
+        tally, opts, phase_names, mode, warnings)
     result = fold(tally, symbolizer, names, skip, tags, opts.depth, mode,
                   entries=entries, live=live)
     warnings = list(symbolizer.warnings) + warnings
@@ -182,22 +183,18 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     if sweep is not None and getattr(opts, "timeline", None):
         title = opts.title or "allocsites: live bytes over time"
         timeline_svg = livereport.render_timeline(
-            sweep, tally.log, result, phase_names_of(tally, symbolizer),
-            title, svg.report_subtitle(report))
+            sweep, tally.log, result, phase_names, title,
+            svg.report_subtitle(report))
         report = report._replace(timeline=timeline_svg)
     return report
 
 
-def phase_names_of(tally, symbolizer):
-    return livereport.phase_names(tally, symbolizer)
-
-
-def liveness_of(tally, opts, symbolizer, mode, warnings):
+def liveness_of(tally, opts, names, mode, warnings):
     """(sweep, LiveSummary, entries, live) for build_report: the liveness
     sweep over the tally's event log when frees or phases were recorded
     (else all None), the --phase selection (entries: that phase's
     allocations for fold, or None for all), and live: {key: KeyLive} for
-    fold (None without frees)."""
+    fold (None without frees). names: {phase id: name}."""
     log = tally.log
     has_frees = livereport.frees_recorded(tally)
     has_phases = bool(tally.events.get("phase_begin"))
@@ -207,7 +204,6 @@ def liveness_of(tally, opts, symbolizer, mode, warnings):
                             "(RT_PHASE_BEGIN/END)" % opts.phase)
         return None, None, None, None
     sweep = liveness.sweep(log, mode)
-    names = livereport.phase_names(tally, symbolizer)
     phase = "all"
     wanted = getattr(opts, "phase", None)
     if wanted:
@@ -217,8 +213,7 @@ def liveness_of(tally, opts, symbolizer, mode, warnings):
             warnings.append(problem)
             phase = -1   # no such phase: nothing is selected
     entries, live = livereport.selection(sweep, phase)
-    fired = [c for c in tally.fired.values()]
-    untracked = sum(c[7] for c in fired if len(c) > 7)
+    untracked = sum(c[7] for c in tally.fired.values() if len(c) > 7)
     warnings.extend(livereport.warnings(sweep, untracked, names))
     rows = livereport.phase_rows(sweep, names)
     if not has_frees:   # without frees nothing is ever freed: no liveness
