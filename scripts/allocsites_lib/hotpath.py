@@ -219,7 +219,8 @@ def handler(reader, tally):
             return time
 
         if code == _PLAIN and sample is None:
-            # Reader._read_plain's fast path: a free.
+            # A free of the plain event (parse.Reader reads it through
+            # event_from_perf; this is the same tuple, directly).
             try:
                 if fields["kind"] != 1:
                     raise _NotHot

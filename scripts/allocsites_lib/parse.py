@@ -287,9 +287,10 @@ class Reader:
             return None
         if kind is None:
             return None
-        if kind == "plain":
-            return self._read_plain(event_name, fields, sample)
-        if kind not in ("alloc", "sample"):   # rare: the slow path will do
+        # Frees come in the plain event; inside perf, hotpath.handler reads
+        # the common ones itself, so here every other kind, the plain
+        # event's included, takes the slow path.
+        if kind not in ("alloc", "sample"):
             return self._read_slow(event_name, fields, sample)
         try:
             size = fields["arg2"] & _MASK64
@@ -319,22 +320,6 @@ class Reader:
                 frames = self._chains[key] = self._convert(chain)
             return (kind, pid, tid, size, tag, weight, frames, time,
                     fields["arg1"] & _MASK64)
-        except Exception:  # noqa: BLE001 - never raise; the slow path checks
-            return self._read_slow(event_name, fields, sample)
-
-    def _read_plain(self, event_name, fields, sample):
-        """The plain event: its frees (half of an exact recording's
-        events) directly, every other kind through the slow path."""
-        try:
-            if fields["kind"] != 1 or sample is not None:
-                return self._read_slow(event_name, fields, sample)
-            tid = fields["common_pid"]
-            sec, nsec = fields["common_s"], fields["common_ns"]
-            if type(sec) is not int or type(nsec) is not int:
-                return self._read_slow(event_name, fields, sample)
-            return ("free", self.pids.get(tid, tid), tid, fields["b"] & _MASK64,
-                    fields["c"] & _MASK32, None, (),
-                    sec * 1000000000 + nsec, fields["a"] & _MASK64)
         except Exception:  # noqa: BLE001 - never raise; the slow path checks
             return self._read_slow(event_name, fields, sample)
 
