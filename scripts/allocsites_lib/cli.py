@@ -281,14 +281,15 @@ def summarize(perf, output, out, scan=None):
             return
         samples = perfrun.event_samples(text)
         lost, unknown = perfrun.lost_from_stats(text)
-    by_kind = {"alloc": 0, "free": 0, "sample": 0}
+    by_kind = {"alloc": 0, "sample": 0, "other": 0}
     for event, n in samples.items():
         kind = event_kind(event)
-        # The plain event carries frees and the rarer probes; its kinds
-        # are in the payload, which the summary does not read.
-        kind = "free" if kind in ("plain", "sample_free") else kind
-        if kind in by_kind:
-            by_kind[kind] += n
+        # Everything else was recorded without a call graph: the plain
+        # event (frees and the rarer probes, its kinds in the payload,
+        # which the summary does not read), or perf probe's events of
+        # their own for them where the plain event could not be written.
+        if kind is not None:
+            by_kind[kind if kind in by_kind else "other"] += n
     lost_text = lost_words(lost, unknown)
     main = ("%d sample" % by_kind["sample"]) if by_kind["sample"] else \
         ("%d alloc" % by_kind["alloc"])
@@ -298,7 +299,7 @@ def summarize(perf, output, out, scan=None):
         size = ""
     out.write("allocsites: recorded %s events%s; lost: %s -> %s%s\n"
               % (main, (" and %d without a call graph (frees, exit, ...)"
-                        % by_kind["free"]) if by_kind["free"] else "",
+                        % by_kind["other"]) if by_kind["other"] else "",
                  lost_text, output, size))
     if lost or unknown:
         out.write("allocsites: warning: events were lost: the profile is "

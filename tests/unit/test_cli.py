@@ -171,3 +171,33 @@ class RecordWithoutDashDashTest(unittest.TestCase):
     def test_an_unknown_option_before_the_program_is_still_an_error(self):
         with self.assertRaises((UsageError, SystemExit)):
             parse(["record", "--bogus", "./prog"])
+
+
+class SummaryTest(unittest.TestCase):
+    """The record summary counts what perf recorded without a call graph
+    the same whether it came as the one plain event or, where that could
+    not be written, as perf probe's events of their own."""
+
+    def summary(self, samples):
+        import io
+        from allocsites_lib import cli
+
+        class Scan:
+            event_samples = samples
+
+            def lost(self):
+                return 0, None
+            tail_cut = 0
+        out = io.StringIO()
+        cli.summarize("perf", "/nonexistent.data", out, Scan())
+        return out.getvalue()
+
+    def test_plain_event_and_own_events_count_alike(self):
+        merged = self.summary({"sdt_rt:alloc_7": 10, "sdt_rt:plain_7": 12})
+        own = self.summary({"sdt_rt:alloc": 10, "sdt_rt:free": 10,
+                            "sdt_rt:exit": 1, "sdt_rt:commit_1": 1})
+        for text in (merged, own):
+            self.assertIn("recorded 10 alloc events and 12 without a call "
+                          "graph", text)
+        self.assertIn("recorded 5 sample events;",
+                      self.summary({"sdt_rt:sample": 5}))
