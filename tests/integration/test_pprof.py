@@ -33,6 +33,26 @@ def flat(text, unit=""):
     return out
 
 
+def top(path, sample_index):
+    """{function: flat value} of every function pprof -top shows for one
+    sample type (bytes for *_space)."""
+    unit = "B" if sample_index.endswith("_space") else ""
+    return flat(pprof(["-top", "-nodecount=100000", "-nodefraction=0",
+                       "-sample_index=" + sample_index] +
+                      (["-unit=B"] if unit else []), path), unit)
+
+
+def per_function(report, count_field, bytes_field):
+    """({function: count}, {function: bytes}) summed over the report's
+    sites, functions with nothing left out."""
+    count, nbytes = collections.Counter(), collections.Counter()
+    for s in report["sites"]:
+        count[s["function"]] += s[count_field]
+        nbytes[s["function"]] += s[bytes_field]
+    return ({k: v for k, v in count.items() if v},
+            {k: v for k, v in nbytes.items() if v})
+
+
 def traces(text):
     """The set of stacks (function names, site first) pprof -traces shows."""
     out = set()
@@ -52,41 +72,24 @@ class Pprof(ProfileTest):
         report, truth, _, _ = self.profile(program("t_basic"), ["300"],
                                            ["--pprof", path])
         self.assertMatchesTruth(report, truth)
-        count = collections.Counter()
-        nbytes = collections.Counter()
-        for s in report["sites"]:
-            count[s["function"]] += s["count"]
-            nbytes[s["function"]] += s["bytes"]
-        many = ["-top", "-nodecount=100000", "-nodefraction=0"]
-        self.assertEqual(flat(pprof(many + ["-sample_index=alloc_objects"],
-                                    path)), dict(count))
-        self.assertEqual(flat(pprof(many + ["-sample_index=alloc_space",
-                                            "-unit=B"], path), "B"),
-                         dict(nbytes))
+        count, nbytes = per_function(report, "count", "bytes")
+        self.assertEqual(top(path, "alloc_objects"), count)
+        self.assertEqual(top(path, "alloc_space"), nbytes)
         want = {tuple(f["function"] for f in s["frames"])
                 for s in report["stacks"]}
         self.assertEqual(traces(pprof(["-traces"], path)), want)
 
-    def test_inuse_is_what_was_live_at_exit_and_phase_filters(self):
+    def test_inuse_is_what_was_live_at_exit(self):
         """With frees recorded the profile also has Go's inuse_objects and
         inuse_space (live at the end, as a heap profile taken at exit),
-        equal to the report's leaked figures; --phase keeps one phase."""
+        equal to the report's leaked figures."""
         path = os.path.join(self.tmp, "live.pb.gz")
         report, truth, _, _ = self.profile(program("t_live"), [],
                                            ["--pprof", path])
         self.assertLossless(report)
-        leaked_count = collections.Counter()
-        leaked_bytes = collections.Counter()
-        for s in report["sites"]:
-            leaked_count[s["function"]] += s["leaked_count"]
-            leaked_bytes[s["function"]] += s["leaked_bytes"]
-        many = ["-top", "-nodecount=100000", "-nodefraction=0"]
-        self.assertEqual(flat(pprof(many + ["-sample_index=inuse_objects"],
-                                    path)),
-                         {k: v for k, v in leaked_count.items() if v})
-        self.assertEqual(flat(pprof(many + ["-sample_index=inuse_space",
-                                            "-unit=B"], path), "B"),
-                         {k: v for k, v in leaked_bytes.items() if v})
+        count, nbytes = per_function(report, "leaked_count", "leaked_bytes")
+        self.assertEqual(top(path, "inuse_objects"), count)
+        self.assertEqual(top(path, "inuse_space"), nbytes)
 
     def test_phase_restricts_the_profile(self):
         path = os.path.join(self.tmp, "phase.pb.gz")
@@ -95,9 +98,8 @@ class Pprof(ProfileTest):
                                             "worker_b"])
         self.assertLossless(report)
         want = next(p for p in truth["phases"] if p["name"] == "worker_b")
-        got = flat(pprof(["-top", "-nodecount=100000", "-nodefraction=0",
-                          "-sample_index=alloc_space", "-unit=B"], path), "B")
-        self.assertEqual(sum(got.values()), want["bytes"])
+        self.assertEqual(sum(top(path, "alloc_space").values()),
+                         want["bytes"])
         self.assertEqual(report["totals"]["bytes"], want["bytes"])
 
 
