@@ -90,6 +90,7 @@ bench: deps all
 	$(PYTHON) bench/exact_burst.py > $(BENCH_OUT)/exact_burst.md && cat $(BENCH_OUT)/exact_burst.md
 	$(PYTHON) bench/sampled_overhead.py > $(BENCH_OUT)/sampled_overhead.md && cat $(BENCH_OUT)/sampled_overhead.md
 	$(PYTHON) bench/fixed_cost.py > $(BENCH_OUT)/fixed_cost.md && cat $(BENCH_OUT)/fixed_cost.md
+	$(PYTHON) bench/perf_startup.py > $(BENCH_OUT)/perf_startup.md && cat $(BENCH_OUT)/perf_startup.md
 	$(PYTHON) bench/free_cost.py > $(BENCH_OUT)/free_cost.md && cat $(BENCH_OUT)/free_cost.md
 	$(PYTHON) bench/sampled_total.py > $(BENCH_OUT)/sampled_total.md && cat $(BENCH_OUT)/sampled_total.md
 	$(PYTHON) bench/stack_depth.py > $(BENCH_OUT)/stack_depth.md && cat $(BENCH_OUT)/stack_depth.md

@@ -1,10 +1,11 @@
 """The rt probes' uprobe events, written to tracefs by the recorder itself.
 
-perf probe would do it, one perf process per event (~20 ms each) and one
-event per probe name and binary. Each perf event costs its recording a
-fixed ~75 ms on this kernel (6.18): closing a uprobe event waits for an
-RCU grace period (uprobe_unregister), and perf closes its events one
-after the other at exit. So the recorder writes the definitions itself
+perf probe would do it, one perf process per event (~10 ms each,
+bench/fixed_cost.py) and one event per probe name and binary. Each perf
+event costs its recording a fixed ~80 ms on this kernel (6.18,
+bench/perf_startup.py): closing a uprobe event waits for an RCU grace
+period (uprobe_unregister), and perf closes its events one after the
+other at exit. So the recorder writes the definitions itself
 (docs/design.md, "One event for the probes without a call graph"):
 
 - every probe recorded without a call graph (rt:free, rt:exit, release,
