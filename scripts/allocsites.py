@@ -131,16 +131,34 @@ class Run:
         from allocsites_lib import pipeline
         from allocsites_lib.symbolize import Symbolizer
         data = pipeline.data_path(self.perf_argv)
-        lost, reason = perfrun.count_lost(data)
+        lost, reason, tail_cut = recording_loss(data)
         report = pipeline.finish_report(
             self.tally, self.opts, Symbolizer(), lost, reason, data,
             self.handler_errors, self.perf_inlines,
             read_errors=perfstderr.read_errors(perf_said),
-            interrupted=self.interrupted)
+            interrupted=self.interrupted, tail_cut=tail_cut)
         pipeline.write_outputs(report, self.opts)
         if self.interrupted:
             return INTERRUPTED
         return INCOMPLETE if report.verdict.complete is False else 0
+
+
+def recording_loss(data):
+    """(lost, reason, tail_cut) of the recording perf script reads, as
+    `allocsites report` has them: from one scan of the file (perf's loss
+    records, and whether perf -z cut its last compressed record short),
+    else from perf report --stats (a pipe, a file the scan cannot read)."""
+    from allocsites_lib import perfdata   # the single-process report only
+    if data != "-":
+        try:
+            scan = perfdata.scan(data)
+        except Exception:  # noqa: BLE001 - perf report --stats says it instead
+            scan = None
+        if scan is not None:
+            lost, reason = scan.lost()
+            return lost, reason, bool(scan.tail_cut)
+    lost, reason = perfrun.count_lost(data)
+    return lost, reason, False
 
 
 try:

@@ -11,6 +11,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import ROOT, ProfileTest, allocsites, program  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from allocsites_lib import perfdata  # noqa: E402
 from allocsites_lib.fold import ROOT_FUNCTIONS  # noqa: E402
 
 INCOMPLETE = 3   # allocsites report's status when events are missing
@@ -36,9 +37,15 @@ class EndToEndCount(ProfileTest):
         # Every kind recorded (frees, committed bytes...) is checked too.
         self.assertEqual(report["check"]["received"], report["check"]["fired"])
         self.assertEqual(report["check"]["fired"]["free"], count)  # t_basic frees all
+        # perf 6.1's -z may cut the recording's last compressed record
+        # short; after the program's events (rt_exit.h pads the end) the
+        # verdict is still yes, and says so.
+        cut = perfdata.scan(os.path.join(self.tmp, "run.data")).tail_cut
         self.assertIn("complete: yes (checked: %d events received, as many as "
-                      "the program fired)"
-                      % sum(report["check"]["fired"].values()), rep.stdout)
+                      "the program fired%s)\n"
+                      % (sum(report["check"]["fired"].values()),
+                         " (perf cut the recording's last compressed record "
+                         "short, after them)" if cut else ""), rep.stdout)
 
     def test_forked_child_counted_on_its_own(self):
         report, _, _, _ = self.profile(program("t_deep"), ["60"])
