@@ -128,6 +128,7 @@ class Tally:
         self.frees = [0, 0]                   # count, bytes
         self.no_callchain = 0
         self.duplicates = 0
+        self.duplicate_kinds = collections.Counter()  # kind -> duplicates
         self.padding = 0                      # rt:exit padding (rt_exit.h)
         self._last_time = {}                  # tid -> time of its last event
         # The end-to-end check (completeness.py): events received per
@@ -160,6 +161,7 @@ class Tally:
             last = self._last_time
             if last.get(tid) == time:
                 self.duplicates += 1
+                self.duplicate_kinds[kind] += 1
                 return
             last[tid] = time
         if kind == "exit" and weight and \
@@ -319,6 +321,7 @@ MERGE_RULES = {
     "frees": _sum_pairwise,
     "no_callchain": _sum,
     "duplicates": _sum,
+    "duplicate_kinds": _sum_counter,
     "padding": _sum,
     "_last_time": _latest,   # only the duplicate filter reads it
     "received": _sum_per_process,

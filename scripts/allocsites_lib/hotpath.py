@@ -192,6 +192,7 @@ def handler(reader, tally):
             # Tally.add_fields for an alloc, from here on.
             if last_get(tid) == time:
                 tally.duplicates += 1
+                tally.duplicate_kinds["alloc"] += 1
                 return time
             last_time[tid] = time
             events["alloc"] += 1
@@ -240,6 +241,7 @@ def handler(reader, tally):
             # Tally.add_fields for a free.
             if last_get(tid) == time:
                 tally.duplicates += 1
+                tally.duplicate_kinds["free"] += 1
                 return time
             last_time[tid] = time
             events["free"] += 1

@@ -48,7 +48,9 @@ def report_dict(report, top=None, stacks_site=None):
               for s in profile.stacks]
     events = {"alloc": 0, "free": 0, "sample": 0}
     events.update(report.events)
-    events.update(malformed=report.malformed, duplicates=report.duplicates)
+    events.update(malformed=report.malformed, duplicates=report.duplicates,
+                  duplicates_by_kind=dict(sorted(
+                      (report.duplicates_by_kind or {}).items())))
     check = verdict(report)
     return {
         "version": VERSION,

@@ -179,7 +179,8 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                     lost_reason=lost_reason, frees=tuple(tally.frees),
                     filters=filters, warnings=warnings, sampling=sampling,
                     duplicates=tally.duplicates, verdict=check, pprof=pprof,
-                    liveness=live_summary)
+                    liveness=live_summary,
+                    duplicates_by_kind=dict(tally.duplicate_kinds))
     if sweep is not None and getattr(opts, "timeline", None):
         title = opts.title or "allocsites: live bytes over time"
         timeline_svg = livereport.render_timeline(

@@ -25,7 +25,8 @@ Report = collections.namedtuple("Report", [
     "pprof",       # --pprof: the encoded profile (bytes), else None
     "liveness",    # LiveSummary, or None when no frees were recorded
     "timeline",    # --timeline: the SVG text, else None
-], defaults=(None, 0, None, None, None, None))
+    "duplicates_by_kind",  # {"alloc": n, "free": n, ...} of duplicates
+], defaults=(None, 0, None, None, None, None, None))
 
 # Who holds the memory (liveness.py computes it; docs/output-formats.md
 # describes it). Estimates (floats) in sampled mode.

@@ -274,6 +274,7 @@ class HotPathTest(unittest.TestCase):
         fast, _ = self.compare([(ALLOC, f, None), (ALLOC, f, None),
                                 (PLAIN, g, None), (PLAIN, g, None)])
         self.assertEqual(fast.duplicates, 2)
+        self.assertEqual(fast.duplicate_kinds, {"alloc": 1, "free": 1})
 
     def test_chain_cache_shared_with_the_reader(self):
         # An alloc first read by the slow path (a sample dict), then by the

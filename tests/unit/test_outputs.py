@@ -157,7 +157,7 @@ class JsonTest(unittest.TestCase):
                       "missing": 0, "unchecked": 0,
                       "unchecked_by_kind": {}},
             "events": {"alloc": 8, "free": 6, "sample": 0, "malformed": 0,
-                       "duplicates": 0},
+                       "duplicates": 0, "duplicates_by_kind": {}},
             "totals": {"count": 8, "bytes": 4096, "frees": 6, "freed_bytes": 600},
             "truncated_allocations": 0,
             "liveness": None,
@@ -241,7 +241,9 @@ class JsonTest(unittest.TestCase):
                           doc["events"]), ([], [], 0, {"alloc": 0, "free": 0,
                                                        "sample": 0,
                                                        "malformed": 0,
-                                                       "duplicates": 0}))
+                                                       "duplicates": 0,
+                                                       "duplicates_by_kind":
+                                                       {}}))
 
 
 class CollapsedTest(unittest.TestCase):

@@ -208,7 +208,8 @@ class WriteOutputsTest(unittest.TestCase):
                           ("[no caller]", "", 0, 1, 8, {"tokens": 8})])
         self.assertEqual(doc["truncated_allocations"], 4)
         self.assertEqual(doc["events"], {"alloc": 8, "free": 2, "sample": 0,
-                                         "malformed": 1, "duplicates": 0})
+                                         "malformed": 1, "duplicates": 0,
+                                         "duplicates_by_kind": {}})
 
     def test_folded_file(self):
         self.run_outputs(self.all_files())

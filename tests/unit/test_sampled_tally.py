@@ -108,6 +108,7 @@ class DuplicateRecords(unittest.TestCase):
                    timed_alloc(9, 1, 101)):
             t.add(ev)
         self.assertEqual((t.duplicates, t.events["alloc"]), (1, 2))
+        self.assertEqual(t.duplicate_kinds, {"alloc": 1})
         self.assertEqual(sum(e.count for e in t.stacks.values()), 2)
         self.assertEqual(sum(e.bytes for e in t.stacks.values()), 17)
 
