@@ -119,7 +119,8 @@ def once(argv, truth, record_args, tmp):
     os.unlink(data)
     os.unlink(js)
     everything = sum(v for k, v in r["events"].items()
-                     if k not in ("malformed", "duplicates"))
+                     if isinstance(v, int) and
+                     k not in ("malformed", "duplicates"))
     return dict(ok=ok, reason=reason, events=want, wall=wall,
                 bytes=size / max(got, 1), bytes_all=size / max(everything, 1))
 

@@ -10,7 +10,8 @@ import sys
 # The report's modules (pipeline, fold, svg, diff, parallel) are imported
 # where a report is made, not here: `allocsites record` does not need them,
 # and their imports were a tenth of its fixed cost.
-from . import commandline, options, perfdata, perfrun, recorder, runstate
+from . import (commandline, options, perfdata, perfrun, recorder, runstate,
+               writerwake)
 from .parse import event_kind
 from .recorder import RecordError
 from .report import human_bytes, lost_words
@@ -136,18 +137,21 @@ def record(opts, argv, out=sys.stderr):
                 env = dict(os.environ)
                 if opts.sample:
                     env["RT_SAMPLE_BYTES"] = str(opts.sample)
-                with recorder.Boost() as boost:
-                    cmd = recorder.record_command(perf, output, allocs, plain,
-                                                  stack_size, argv, boost.step,
-                                                  pid=pid)
-                    try:
-                        child = subprocess.Popen(cmd, env=env,
-                                                 preexec_fn=boost.preexec)
-                    except (OSError, subprocess.SubprocessError) as e:
-                        raise RecordError("cannot run perf: %s" % e)
-                interrupts.child = child
-                events.state.note(perf=child.pid)
-                status = wait_perf(child, getattr(opts, "duration", None))
+                with writerwake.Waker() as waker:
+                    with recorder.Boost() as boost:
+                        cmd = recorder.record_command(
+                            perf, output, allocs, plain, stack_size, argv,
+                            boost.step, pid=pid, control=waker.perf_args())
+                        try:
+                            child = subprocess.Popen(
+                                cmd, env=env, preexec_fn=boost.preexec,
+                                pass_fds=waker.pass_fds)
+                        except (OSError, subprocess.SubprocessError) as e:
+                            raise RecordError("cannot run perf: %s" % e)
+                    waker.start()
+                    interrupts.child = child
+                    events.state.note(perf=child.pid)
+                    status = wait_perf(child, getattr(opts, "duration", None))
                 if status == "duration":   # stopped by us, as planned
                     status = 0
         finally:

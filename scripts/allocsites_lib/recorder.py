@@ -497,13 +497,15 @@ class ProbeEvents:
 
 
 def record_command(perf, output, alloc_events, plain_events, stack_size,
-                   argv, boost=0, pid=None):
+                   argv, boost=0, pid=None, control=()):
     """plain_events: recorded without a call graph (frees, rt:exit).
     boost: perf runs that much nicer than the caller (see Boost); the
     program is then started through nice(1) to give it back. pid: attach
-    to this running process instead of starting argv."""
+    to this running process instead of starting argv. control: perf's
+    --control arguments (writerwake.Waker)."""
     cmd = [perf, "record", "-o", output, "-m", str(mmap_pages())] + \
-        list(RECORD_FLAGS) + ["--call-graph", "dwarf,%d" % stack_size]
+        list(RECORD_FLAGS) + list(control) + \
+        ["--call-graph", "dwarf,%d" % stack_size]
     for name in alloc_events:
         cmd += ["-e", name]
     for name in plain_events:
