@@ -144,8 +144,7 @@ def record(opts, argv, out=sys.stderr):
                             boost.step, pid=pid, control=waker.perf_args())
                         try:
                             child = subprocess.Popen(
-                                cmd, env=env, preexec_fn=boost.preexec,
-                                pass_fds=waker.pass_fds)
+                                cmd, env=env, preexec_fn=boost.preexec)
                         except (OSError, subprocess.SubprocessError) as e:
                             raise RecordError("cannot run perf: %s" % e)
                     waker.start()

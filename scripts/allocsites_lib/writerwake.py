@@ -17,6 +17,13 @@ nearly the whole ring is slack (bench/stall_tolerance.py measures both).
 The pings come from a thread of this process; perf's reply to them goes
 nowhere (no ack fd). ALLOCSITES_WAKE_MS=0 in the environment turns it
 off, for comparisons.
+
+perf is given the pipe as `--control fifo:/proc/PID/fd/N`, not as an
+inherited `fd:N`: perf opens a FIFO itself with O_CLOEXEC (evlist.c,
+evlist__parse_control_fifo), and /proc/PID/fd/N of a pipe opens like
+one, so the program perf starts does not inherit a stray descriptor, and
+there is no path on disk to clean up. This process keeps its read end
+open until the end, so /proc/PID/fd/N exists whenever perf gets to it.
 """
 
 import errno
@@ -44,9 +51,9 @@ def interval_ms(environ=None):
 
 
 class Waker:
-    """with Waker() as w: perf gets w.perf_args() and w.pass_fds; after
-    perf has started, w.start(); the with block's end stops the pings and
-    closes the pipe."""
+    """with Waker() as w: perf gets w.perf_args(); after perf has
+    started, w.start(); the with block's end stops the pings and closes
+    the pipe."""
 
     def __init__(self, ms=None):
         self.ms = interval_ms() if ms is None else ms
@@ -64,21 +71,20 @@ class Waker:
             fcntl.fcntl(self.write_fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
         return self
 
-    @property
-    def pass_fds(self):
-        return (self.read_fd,) if self.read_fd is not None else ()
+    def control_path(self):
+        """What perf opens as its control FIFO, or None when off."""
+        if self.read_fd is None:
+            return None
+        return "/proc/%d/fd/%d" % (os.getpid(), self.read_fd)
 
     def perf_args(self):
-        if self.read_fd is None:
-            return []
-        return ["--control", "fd:%d" % self.read_fd]
+        path = self.control_path()
+        return [] if path is None else ["--control", "fifo:" + path]
 
     def start(self):
-        """Starts the pings (perf holds the read end from here on)."""
+        """Starts the pings."""
         if self.write_fd is None:
             return
-        os.close(self.read_fd)   # perf has its own copy
-        self.read_fd = None
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name="perf-writer-wake")
         self._thread.start()
@@ -90,7 +96,7 @@ class Waker:
                 os.write(self.write_fd, PING)
                 self.pings += 1
             except OSError as e:
-                if e.errno != errno.EAGAIN:   # EPIPE: perf is gone
+                if e.errno != errno.EAGAIN:   # not a full pipe: give up
                     return
 
     def __exit__(self, *exc):

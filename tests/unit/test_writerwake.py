@@ -27,42 +27,35 @@ class Interval(unittest.TestCase):
 class Pings(unittest.TestCase):
     def test_off_adds_nothing(self):
         with writerwake.Waker(ms=0) as w:
-            self.assertEqual((w.perf_args(), w.pass_fds), ([], ()))
+            self.assertEqual((w.perf_args(), w.control_path()), ([], None))
             w.start()
         self.assertEqual(w.pings, 0)
 
-    def test_perf_reads_pings_from_the_fd_it_is_given(self):
+    def test_perf_reads_pings_from_the_fifo_it_is_given(self):
         with writerwake.Waker(ms=1) as w:
-            args, fds = w.perf_args(), w.pass_fds
-            self.assertEqual(args, ["--control", "fd:%d" % fds[0]])
-            # What perf would hold: a copy of the read end.
-            mine = os.dup(fds[0])
-            self.addCleanup(os.close, mine)
+            args = w.perf_args()
+            self.assertEqual(args, ["--control", "fifo:" + w.control_path()])
+            # What perf does with it (evlist__parse_control_fifo).
+            perf = os.open(w.control_path(),
+                           os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+            self.addCleanup(os.close, perf)
             w.start()
-            self.assertEqual(w.pass_fds, ())   # ours is closed
             got = b""
             deadline = time.monotonic() + 10
             while got.count(b"ping\n") < 3:
                 self.assertLess(time.monotonic(), deadline)
-                if select.select([mine], [], [], 1)[0]:
-                    got += os.read(mine, 4096)
+                if select.select([perf], [], [], 1)[0]:
+                    got += os.read(perf, 4096)
         # Every command is one whole line perf's parser takes.
         self.assertEqual(got.replace(b"ping\n", b""), b"")
         self.assertGreaterEqual(w.pings, 3)
-
-    def test_perf_gone_stops_the_pings(self):
-        with writerwake.Waker(ms=1) as w:
-            w.start()            # nobody holds the read end: EPIPE
-            w._thread.join(5)
-            self.assertFalse(w._thread.is_alive())
+        self.assertIsNone(w.control_path())   # closed at the end
 
     def test_a_full_pipe_never_blocks(self):
         with writerwake.Waker(ms=0.01) as w:
-            mine = os.dup(w.pass_fds[0])
             w.start()
             time.sleep(0.5)      # nobody reads: the pipe fills
         self.assertGreater(w.pings, 0)   # and the with block still ended
-        os.close(mine)
 
     def test_record_command_passes_the_control_fd(self):
         cmd = recorder.record_command("perf", "o", ["sdt_rt:alloc_1"], [], 8192,
