@@ -96,3 +96,4 @@ bench: deps all
 	$(PYTHON) bench/stack_depth.py > $(BENCH_OUT)/stack_depth.md && cat $(BENCH_OUT)/stack_depth.md
 	$(PYTHON) bench/loss_stress.py > $(BENCH_OUT)/loss_stress.md && cat $(BENCH_OUT)/loss_stress.md
 	$(PYTHON) bench/lossless_runs.py > $(BENCH_OUT)/lossless_runs.md && cat $(BENCH_OUT)/lossless_runs.md
+	$(PYTHON) bench/stall_tolerance.py > $(BENCH_OUT)/stall_tolerance.md && cat $(BENCH_OUT)/stall_tolerance.md
