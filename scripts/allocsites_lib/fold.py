@@ -152,11 +152,13 @@ class Tally:
         inside perf (parse.Reader.read gives them as a plain tuple, no
         Event built). For rt:exit, weight is its counts; for rt:sample,
         (weight, rate) with rate None from an older header."""
-        # perf 6.1 on this kernel sometimes writes one sample record twice
-        # (same thread, same nanosecond, same arguments: ~1 in 100000 in
-        # bench/exact_burst.py, with or without -z, at any -m). Two real
-        # events of one thread cannot share a nanosecond (each is a trap of
-        # over a microsecond), so the second is dropped and counted.
+        # perf 6.1 sometimes writes one sample record twice (same thread,
+        # same nanosecond, same bytes): perf_mmap__push reads the ring's
+        # head twice and copies up to the second reading, then resumes
+        # from the first (docs/design.md, "perf writes some sample
+        # records twice"). Two real events of one thread cannot share a nanosecond (each is
+        # a trap of over a microsecond), so the second is dropped and
+        # counted.
         if time is not None:
             last = self._last_time
             if last.get(tid) == time:

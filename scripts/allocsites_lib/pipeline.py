@@ -147,10 +147,9 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     for dso in stale_binaries(tally.dsos(), data, build_ids):
         warnings.append("%s changed after the recording: its frames may be "
                         "wrong; record again" % dso)
-    if tally.duplicates:
-        warnings.append("%d duplicated sample records dropped (same thread "
-                        "and nanosecond: written twice by perf)"
-                        % tally.duplicates)
+    # Records perf wrote twice (tally.duplicates) are no warning: they are
+    # dropped exactly, and JSON counts them (docs/design.md, "perf writes
+    # some sample records twice").
     if tally.filtered:
         warnings.append("%d allocations under --min-size %d not counted"
                         % (tally.filtered, opts.min_size))

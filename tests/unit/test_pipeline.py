@@ -134,6 +134,20 @@ class BuildReportTest(unittest.TestCase):
         self.assertEqual(r.warnings, [])
         self.assertEqual(r.profile.truncated, 0)
 
+    def test_duplicates_counted_by_kind_without_a_warning(self):
+        # perf 6.1 writes a record twice now and then: dropped exactly,
+        # counted in JSON, no warning on a recording that is whole.
+        t = Tally()
+        chain = [PROBE, PARSE, MAIN10, RawFrame(APP, 0x4000, "_start", 0x25, None)]
+        a = alloc(chain, 4)._replace(tid=7, time=100, ptr=0x10)
+        f = free(4)._replace(tid=7, time=200, ptr=0x10)
+        for e in (a, a, f, f, f):
+            t.add(e)
+        r = pipeline.build_report(t, options.parse([]), symbolizer(), 0, None)
+        self.assertEqual(r.warnings, [])
+        self.assertEqual((r.duplicates, r.duplicates_by_kind, r.events),
+                         (3, {"alloc": 1, "free": 2}, {"alloc": 1, "free": 1}))
+
     def test_without_skip_wrapper_is_site(self):
         r = self.build(argv=())
         self.assertEqual([s.frame.function for s in r.profile.sites],
