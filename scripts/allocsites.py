@@ -148,10 +148,10 @@ def recording_loss(data):
     `allocsites report` has them: from one scan of the file (perf's loss
     records, and whether perf -z cut its last compressed record short),
     else from perf report --stats (a pipe, a file the scan cannot read)."""
-    from allocsites_lib import perfdata   # the single-process report only
+    from allocsites_lib import scancache   # the single-process report only
     if data != "-":
         try:
-            scan = perfdata.scan(data)
+            scan = scancache.scan(data)
         except Exception:  # noqa: BLE001 - perf report --stats says it instead
             scan = None
         if scan is not None:

@@ -11,7 +11,7 @@ import sys
 # where a report is made, not here: `allocsites record` does not need them,
 # and their imports were a tenth of its fixed cost.
 from . import (commandline, options, perfdata, perfrun, recorder, runstate,
-               writerwake)
+               scancache, writerwake)
 from .parse import event_kind
 from .recorder import RecordError
 from .report import human_bytes, lost_words
@@ -174,11 +174,14 @@ def record(opts, argv, out=sys.stderr):
     if full is not None:
         raise RecordError(full)
     out.write(moved)
-    # One pass over the recording for the summary and the unprobed code.
+    # One pass over the recording for the summary and the unprobed code,
+    # kept beside it for the report (scancache.py).
     try:
         scan = perfdata.scan(output)
     except Exception:  # noqa: BLE001 - perf report --stats says it instead
         scan = None
+    else:
+        scancache.save(output, scan)
     summarize(perf, output, out, scan)
     if pid is not None:
         out.write("allocsites: attached to %s: its allocations before the "
@@ -337,7 +340,7 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     cpus = parallel.cpu_count()
     before = parallel.cpu_use()
     try:
-        scan = perfdata.scan(data)
+        scan = scancache.scan(data)
     except perfdata.PerfDataError as e:
         scan = None
         if e.corrupt:
