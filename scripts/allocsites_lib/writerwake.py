@@ -7,12 +7,15 @@ the writer only when it is half full (there is no perf knob for it;
 So a writer that has caught up sleeps while 64 MiB pile up, and when it
 is then held up (its CPU taken by the hypervisor, a page fault storm, a
 compression stretch), only the other half of the ring is left before
-events are lost. perf's `--control fd:N` puts N in the same poll set: a
+events are lost. perf's `--control` fd is polled with the rings: a
 "ping" written there wakes the loop, which then reads every ring (perf
-6.1 builtin-record.c: the ctl fd is polled with the rings, and each pass
-of the loop drains them before it handles the command). Pinged every
-WAKE_MS, the ring holds at most that much when a stall begins, and
-nearly the whole ring is slack (bench/stall_tolerance.py measures both).
+6.1 builtin-record.c: each pass of the loop drains them before it
+handles the command). Pinged every WAKE_MS, a ring holds about that much
+when a stall begins, not up to half of it: the demo rode out 30 ms stalls
+of perf that cost perf alone events in half the runs
+(bench/stall_tolerance.py). Not twice as long as without: perf frees a
+ring's space only once it has compressed all it read, so after a stall
+the ring must also hold what comes while the backlog is compressed.
 
 The pings come from a thread of this process; perf's reply to them goes
 nowhere (no ack fd). ALLOCSITES_WAKE_MS=0 in the environment turns it
