@@ -19,7 +19,8 @@ from harness import (ALLOCSITES, PYTHON, ROOT, ProfileTest,  # noqa: E402
                      allocsites, program, report_sites)
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from allocsites_lib import parallel, perfdata, perfrun  # noqa: E402
+from allocsites_lib import (parallel, perfdata, perfrun,  # noqa: E402
+                             scancache)
 
 ENTRY = os.path.join(ROOT, "scripts", "allocsites.py")
 
@@ -92,6 +93,18 @@ class ParallelReport(ProfileTest):
                 some = ["--min-size", "100", "--skip", "^nest$"]
                 self.assertEqual(same_order(self.parallel(data, 2, *some)),
                                  same_order(self.single(data, *some)))
+
+    def test_record_keeps_its_scan_and_the_report_agrees_without_it(self):
+        data = self.record(program("t_threads"), ["4000"])
+        kept = scancache.load(data)
+        self.assertIsNotNone(kept, "allocsites record kept no scan")
+        self.assertEqual(vars(kept), vars(perfdata.scan(data)))
+        with_it = self.parallel(data, 2)
+        os.unlink(scancache.path_for(data))
+        self.assertEqual(same_order(self.parallel(data, 2)),
+                         same_order(with_it))
+        with open(os.path.join(self.tmp, "truth.json")) as f:
+            self.assertMatchesTruth(with_it, json.load(f))
 
     def test_time_ranges_are_inclusive_in_ns(self):
         data = self.record(program("t_basic"), ["3000"])
