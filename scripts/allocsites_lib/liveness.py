@@ -25,13 +25,17 @@ memory-over-time Timeline. The definitions follow heaptrack's
   open in its thread (None: outside every phase).
 
 Speed: the loop is plain Python over the log's columns, with the hot
-state in local variables and one tuple per live allocation. Measured on
-the shared 2-CPU VM (Python 3.11) on 1.9 million events of allocations
-and frees (tests/unit/test_liveness.py, big_log; the peak halfway): the
-main pass 2.8 million events/s, the whole sweep (with the second pass to
-the peak) 1.9 million/s; 1.3 million/s with phases; a sampled log of
-sample and sample_free events, 1.0 million/s. The Speed test prints the
-figure with ALLOCSITES_SPEED=1. Memory: one tuple and a dict entry per
+state in local variables and one tuple per live allocation. Exact mode
+makes one pass: the state at the peak is the state at the end with the
+allocations made and ended since the peak undone (_Sweep.at_peak; it
+used to be a second replay up to the peak). Measured on the shared 2-CPU
+VM (Python 3.11) on the Speed test's log (tests/unit/test_liveness.py,
+big_log: 187,500 allocations and frees, the peak halfway), two runs:
+2.5-2.6 million events/s, 1.6-2.0 million/s with phases (with the
+second replay: 1.5-1.6 and 1.1-1.3 million/s). A sampled log still
+replays to the peak, so that its float sums come out as before; it is
+short (one event per sampled block). The Speed test prints the figure
+with ALLOCSITES_SPEED=1. Memory: one tuple and a dict entry per
 live allocation (~150 bytes), and the timeline's snapshots, 8 bytes per
 key per point (400 points of 10000 keys: 32 MB).
 """
@@ -187,6 +191,10 @@ class _Sweep:
         self.committed_end = 0
         self.sample_times = sample_times
         self.snaps = []                       # (total, committed, kb copy)
+        # The allocations that came and went since the current peak (their
+        # records): with the state at the end they give the state at the
+        # peak (at_peak) without replaying the log up to it again.
+        self.added, self.removed = [], []
         self.peak = 0
         self.peak_i = -1
         self.peak_t = None
@@ -214,6 +222,8 @@ class _Sweep:
         kb, ec, eb, ew2, es, temp = \
             self.kb, self.ec, self.eb, self.ew2, self.es, self.temp
         run_live = self.run_live
+        added, removed = self.added, self.removed
+        add_rec, remove_rec = added.append, removed.append
         gbits = GRANULE_BITS
         ts, snaps = self.sample_times, self.snaps
         nts = len(ts)
@@ -275,6 +285,7 @@ class _Sweep:
                 old = clive.get(a)
                 if old is not None:   # its free was not seen: freed now
                     reused += 1
+                    remove_rec(old)
                     osz = old[0]
                     ptotal -= osz
                     total -= osz
@@ -287,7 +298,8 @@ class _Sweep:
                     if bucket is None:
                         bucket = cbuckets[g] = set()
                     bucket.add(a)
-                clive[a] = (b, code, k, cruns, cnt)
+                rec = clive[a] = (b, code, k, cruns, cnt)
+                add_rec(rec)
                 kb[k] += b
                 if cruns:
                     for r in cruns:
@@ -298,6 +310,8 @@ class _Sweep:
                     phw = ptotal
                 if total > peak:
                     peak, peak_i, peak_t, cat_peak = total, i, t, ctotal
+                    added.clear()
+                    removed.clear()
                 clast = a
             elif kind == FK:
                 rec = clive.pop(a, None)
@@ -305,6 +319,7 @@ class _Sweep:
                     un_n += 1
                     un_b += b
                 else:
+                    remove_rec(rec)
                     sz = rec[0]
                     ptotal -= sz
                     total -= sz
@@ -375,6 +390,7 @@ class _Sweep:
 
     def _forget(self, proc, rec):
         """An allocation ends without a free event (release, reuse)."""
+        self.removed.append(rec)
         size = rec[0]
         proc.total -= size
         self.total -= size
@@ -480,6 +496,8 @@ class _Sweep:
                     self.open_phases.append((r, proc.pid, tid, phase))
                 self._set_thread(tid, thread)
         lb, lc, kb = self.leaked_b, self.leaked_c, self.kb
+        if drop:
+            self.removed.extend(proc.live.values())
         for rec in proc.live.values():
             lb[rec[1]] += rec[0]
             lc[rec[1]] += rec[4]
@@ -496,6 +514,20 @@ class _Sweep:
         for proc in list(self.procs.values()):
             self._exit(proc, self.last_time, drop=False)
         return self
+
+    def at_peak(self):
+        """({code: [bytes, count]}, live bytes per key) at the peak, after
+        run() over the whole log and before finish(): the state now, less
+        what was allocated since the peak, plus what ended since."""
+        codes = self.live_by_code()
+        kb = list(self.kb)
+        for recs, sign in ((self.added, -1), (self.removed, 1)):
+            for rec in recs:
+                slot = codes[rec[1]]
+                slot[0] += sign * rec[0]
+                slot[1] += sign * rec[4]
+                kb[rec[2]] += sign * rec[0]
+        return {c: v for c, v in codes.items() if v != [0, 0]}, kb
 
     def live_by_code(self):
         """{code: [bytes, count]} of what is live now."""
@@ -549,13 +581,13 @@ def _bands(s):
     return out
 
 
-def _timeline(log, plan, times, main, at_peak):
+def _timeline(log, plan, times, main, peak_kb):
     snaps = list(main.snaps)
     times = list(times)
     if main.peak_i >= 0:
         # The peak is a moment of its own; a sample time equal to it shows
         # the peak (the state right after the peak event).
-        peak_snap = (main.peak, main.committed_at_peak, at_peak.kb)
+        peak_snap = (main.peak, main.committed_at_peak, peak_kb)
         pos = bisect.bisect_left(times, main.peak_t)
         if pos < len(times) and times[pos] == main.peak_t:
             snaps[pos] = peak_snap
@@ -579,9 +611,15 @@ def sweep(log, mode, points=400):
     plan = _Plan(log, mode)
     times = sample_times(log, points)
     main = _Sweep(log, plan, times).run(len(log))
-    at_peak = _Sweep(log, plan, []).run(main.peak_i + 1) \
-        if main.peak_i >= 0 else _Sweep(log, plan, [])
-    peak_codes = at_peak.live_by_code()
+    if main.peak_i < 0:
+        peak_codes, peak_kb = {}, [0] * plan.nkeys
+    elif plan.sampled:
+        # Replayed up to the peak: its float sums then come out exactly
+        # as they always have (sampled logs are short).
+        at_peak = _Sweep(log, plan, []).run(main.peak_i + 1)
+        peak_codes, peak_kb = at_peak.live_by_code(), at_peak.kb
+    else:
+        peak_codes, peak_kb = main.at_peak()
     main.finish()
 
     sampled = plan.sampled
@@ -640,6 +678,6 @@ def sweep(log, mode, points=400):
         unmatched_phase_ends=main.unmatched_phase_ends,
         open_phases=[(pid, tid, phase) for _, pid, tid, phase
                      in sorted(main.open_phases)],
-        timeline=_timeline(log, plan, times, main, at_peak),
+        timeline=_timeline(log, plan, times, main, peak_kb),
         frees_recorded=frees,
     )

@@ -840,6 +840,23 @@ class Random(Case):
             with self.subTest(trial=trial):
                 self.check(events, "sampled", points=rng.choice((2, 9, 40)))
 
+    def test_state_at_the_peak_equals_a_replay_up_to_it(self):
+        # _Sweep.at_peak (the end state with the changes since the peak
+        # undone) against a second replay stopped at the peak, as sweep()
+        # once computed it: reuse, releases, exits and phases included.
+        rng = random.Random(4242)
+        for trial in range(300):
+            events = random_events(rng, rng.randrange(1, 400), "exact")
+            log = log_of(events)
+            plan = liveness._Plan(log, "exact")
+            main = liveness._Sweep(log, plan, []).run(len(log))
+            if main.peak_i < 0:
+                continue
+            replay = liveness._Sweep(log, plan, []).run(main.peak_i + 1)
+            with self.subTest(trial=trial):
+                self.assertEqual(main.at_peak(),
+                                 (dict(replay.live_by_code()), replay.kb))
+
     def test_the_release_index_matches_a_scan(self):
         # Many live pointers: release goes through the granule index.
         rng = random.Random(99)
