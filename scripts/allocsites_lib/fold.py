@@ -127,7 +127,6 @@ class Tally:
         self.filtered = 0                     # allocations under --min-size
         self.frees = [0, 0]                   # count, bytes
         self.no_callchain = 0
-        self.duplicates = 0
         self.duplicate_kinds = collections.Counter()  # kind -> duplicates
         self.padding = 0                      # rt:exit padding (rt_exit.h)
         self._last_time = {}                  # tid -> time of its last event
@@ -136,6 +135,11 @@ class Tally:
         # (summed over its ELF files), as [allocs, frees, samples].
         self.received = collections.defaultdict(collections.Counter)
         self.fired = {}
+
+    @property
+    def duplicates(self):
+        """Sample records perf wrote twice, dropped (all kinds)."""
+        return sum(self.duplicate_kinds.values())
 
     def add(self, event):
         """Count one parse.Event (None counts as malformed)."""
@@ -156,13 +160,12 @@ class Tally:
         # same nanosecond, same bytes): perf_mmap__push reads the ring's
         # head twice and copies up to the second reading, then resumes
         # from the first (docs/design.md, "perf writes some sample
-        # records twice"). Two real events of one thread cannot share a nanosecond (each is
-        # a trap of over a microsecond), so the second is dropped and
-        # counted.
+        # records twice"). Two real events of one thread cannot share a
+        # nanosecond (each is a trap of over a microsecond), so the second
+        # is dropped and counted.
         if time is not None:
             last = self._last_time
             if last.get(tid) == time:
-                self.duplicates += 1
                 self.duplicate_kinds[kind] += 1
                 return
             last[tid] = time
@@ -322,7 +325,6 @@ MERGE_RULES = {
     "filtered": _sum,
     "frees": _sum_pairwise,
     "no_callchain": _sum,
-    "duplicates": _sum,
     "duplicate_kinds": _sum_counter,
     "padding": _sum,
     "_last_time": _latest,   # only the duplicate filter reads it

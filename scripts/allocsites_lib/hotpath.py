@@ -191,7 +191,6 @@ def handler(reader, tally):
                 return slow(event_name, fields, sample)
             # Tally.add_fields for an alloc, from here on.
             if last_get(tid) == time:
-                tally.duplicates += 1
                 tally.duplicate_kinds["alloc"] += 1
                 return time
             last_time[tid] = time
@@ -240,7 +239,6 @@ def handler(reader, tally):
             time = sec * 1000000000 + nsec
             # Tally.add_fields for a free.
             if last_get(tid) == time:
-                tally.duplicates += 1
                 tally.duplicate_kinds["free"] += 1
                 return time
             last_time[tid] = time
