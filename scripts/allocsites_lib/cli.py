@@ -273,10 +273,15 @@ def remove_events(events, tracefs):
 def summarize(perf, output, out, scan=None):
     """'recorded: N alloc, M free events; lost: L -> FILE (SIZE)' on
     stderr, from the recording's scan (the figures of `perf report
-    --stats`, which reads the whole file a second time: 2 s for the demo),
-    or from perf report --stats when there is no scan."""
+    --stats`, which reads the whole file a second time: 2 s for the demo,
+    less the records perf wrote twice), or from perf report --stats when
+    there is no scan (duplicates included then)."""
     if scan is not None:
-        samples = scan.event_samples
+        # Without the records perf wrote twice, which the report drops:
+        # the counts then agree with the report's and the program's own.
+        twice = getattr(scan, "duplicate_samples", {})
+        samples = {event: n - twice.get(event, 0)
+                   for event, n in scan.event_samples.items()}
         lost, unknown = scan.lost()
     else:
         try:

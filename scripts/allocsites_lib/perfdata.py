@@ -65,6 +65,7 @@ SAMPLE_IDENTIFIER = 1 << 16
 ATTR_FLAG_SAMPLE_ID_ALL = 1 << 18
 X86_REG_SP = 7          # perf_regs.h: PERF_REG_X86_SP
 STACK_EVERY = 16        # one sample in this many gives its stack depth
+RECENT = 64             # sample times kept per thread to tell copies
 
 FEAT_CMDLINE = 11
 FEAT_EVENT_DESC = 12
@@ -126,6 +127,11 @@ class Scan:
         # {event name: sample records}, as `perf report --stats` counts
         # them per event (records perf wrote twice included)
         self.event_samples = {}
+        # {event name: records perf wrote twice}: a sample of the same
+        # thread and nanosecond as one of that thread's last samples in
+        # the file (docs/design.md, "perf writes some sample records
+        # twice")
+        self.duplicate_samples = {}
         self.lost_samples = {}
         self.lost_records = 0
         self.decompressed = 0
@@ -308,6 +314,16 @@ class _Records:
         self.attrs = attrs
         self.by_id = {i: a for a in attrs for i in a.ids}
         self.id_samples = collections.Counter()   # sample id -> records
+        self.id_duplicates = collections.Counter()  # sample id -> twice
+        self.duplicates = 0
+        # Per thread: its latest sample time, and its last RECENT times.
+        # perf copies again the records that reached a ring while it read
+        # the ring's head twice (often several: a free and an allocation),
+        # so a copy follows the originals, after the last of them; the
+        # thread's own records in the file are out of time order only
+        # where it moved between CPUs (rings), at times never seen before.
+        self.last_time = {}
+        self.recent = {}
         first = attrs[0]
         prefixes = {a.sample_type & (SAMPLE_IDENTIFIER | SAMPLE_IP |
                                      SAMPLE_TID | SAMPLE_TIME)
@@ -353,15 +369,18 @@ class _Records:
                             if st & bit)
                 self.trailer_id_back = 8 * (after + 1)
 
-    def event_samples(self):
+    def event_samples(self, by_id=None, single=None):
         """{event name: sample records} once the walk is done (with one
         attribute, or no id in the samples, every sample is the first
-        attribute's: perf's own rule)."""
+        attribute's: perf's own rule). by_id, single: another count of
+        samples, per id and in all (duplicate_samples)."""
+        if by_id is None:
+            by_id, single = self.id_samples, len(self.scan.times)
         if self.sample_id_off is None:
-            counts = {self.attrs[0].name or "?": len(self.scan.times)}
+            counts = {self.attrs[0].name or "?": single}
         else:
             counts = {}
-            for ident, n in self.id_samples.items():
+            for ident, n in by_id.items():
                 attr = self.by_id.get(ident)
                 name = (attr.name if attr is not None else None) or "?"
                 counts[name] = counts.get(name, 0) + n
@@ -439,8 +458,9 @@ class _Records:
         time_off = self.time_off
         tid_off = self.tid_off
         id_off = self.sample_id_off
+        last_time, recent = self.last_time, self.recent
         pos = start
-        samples = 0
+        samples = duplicates = 0
         while pos + 8 <= end:
             type_, _misc, size = unpack(buf, pos)
             if size < 8:
@@ -454,6 +474,19 @@ class _Records:
                 if tid_off is not None:
                     pid_tid = u64(buf, pos + tid_off)[0]
                     pids[pid_tid >> 32] = pid_tid & 0xffffffff
+                    if t > last_time.get(pid_tid, -1):
+                        last_time[pid_tid] = t
+                        seen = recent.get(pid_tid)
+                        if seen is None:
+                            seen = recent[pid_tid] = collections.deque(
+                                maxlen=RECENT)
+                        seen.append(t)
+                    elif t in recent[pid_tid]:
+                        duplicates += 1
+                        if id_off is not None:
+                            self.id_duplicates[u64(buf, pos + id_off)[0]] += 1
+                    else:
+                        recent[pid_tid].append(t)
                     self.stack_countdown -= 1
                     if not self.stack_countdown and self.stacks:
                         self.stack_countdown = STACK_EVERY
@@ -481,6 +514,7 @@ class _Records:
                 self.mmap2(buf, pos, size, _misc)
             pos += size
         self.scan.samples += samples
+        self.duplicates += duplicates
         return pos
 
 
@@ -588,6 +622,8 @@ def _scan(mm, size):
         if decompressor is not None:
             decompressor.close()
     result.event_samples = records.event_samples()
+    result.duplicate_samples = records.event_samples(records.id_duplicates,
+                                                     records.duplicates)
     result.times.sort()
     result.depths = _depths(result._stack_points,
                             max(a.stack_user for a in attrs))

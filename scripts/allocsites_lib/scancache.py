@@ -13,7 +13,7 @@ damaged since, a sidecar of another version) is ignored and the report
 scans as before. No pickle: a file planted beside someone's perf.data
 must not run code in the report, so the format is data only:
 
-    allocsites-scan 1\\n
+    allocsites-scan 2\\n
     one line of JSON: the digest, the size, the scan's small fields\\n
     the sample times, little-endian int64, as many as the JSON says
 
@@ -29,7 +29,7 @@ import sys
 
 from . import perfdata
 
-MAGIC = b"allocsites-scan 1\n"
+MAGIC = b"allocsites-scan 2\n"
 
 
 def path_for(data):
@@ -50,6 +50,7 @@ def _fields(scan):
     return {
         "samples": scan.samples,
         "event_samples": scan.event_samples,
+        "duplicate_samples": scan.duplicate_samples,
         "lost_samples": scan.lost_samples,
         "lost_records": scan.lost_records,
         "decompressed": scan.decompressed,
@@ -116,6 +117,8 @@ def _scan_of(fields, times):
     scan.samples = int(fields["samples"])
     scan.event_samples = {str(k): int(v)
                           for k, v in fields["event_samples"].items()}
+    scan.duplicate_samples = {str(k): int(v) for k, v in
+                              fields["duplicate_samples"].items()}
     scan.lost_samples = {str(k): int(v)
                          for k, v in fields["lost_samples"].items()}
     scan.lost_records = int(fields["lost_records"])

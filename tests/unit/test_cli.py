@@ -178,12 +178,13 @@ class SummaryTest(unittest.TestCase):
     the same whether it came as the one plain event or, where that could
     not be written, as perf probe's events of their own."""
 
-    def summary(self, samples):
+    def summary(self, samples, twice=None):
         import io
         from allocsites_lib import cli
 
         class Scan:
             event_samples = samples
+            duplicate_samples = twice or {}
 
             def lost(self):
                 return 0, None
@@ -191,6 +192,13 @@ class SummaryTest(unittest.TestCase):
         out = io.StringIO()
         cli.summarize("perf", "/nonexistent.data", out, Scan())
         return out.getvalue()
+
+    def test_records_perf_wrote_twice_are_not_counted(self):
+        # As the report drops them: the counts agree with the program's.
+        text = self.summary({"sdt_rt:alloc_7": 16, "sdt_rt:plain_7": 13},
+                            {"sdt_rt:alloc_7": 6, "sdt_rt:plain_7": 1})
+        self.assertIn("recorded 10 alloc events and 12 without a call "
+                      "graph", text)
 
     def test_plain_event_and_own_events_count_alike(self):
         merged = self.summary({"sdt_rt:alloc_7": 10, "sdt_rt:plain_7": 12})

@@ -208,6 +208,29 @@ class ScanTest(unittest.TestCase):
                                           "sdt_rt:exit": 6})
         self.assertEqual(s.lost(), (10, None))
 
+    def test_records_written_twice_are_counted(self):
+        # perf_mmap__push copies a record again at the start of its next
+        # pass: same thread and nanosecond as that thread's record before.
+        # Often several records at once: 20 and 21 are copied after both.
+        records = [sample(10, TWO_ST, ident=7), sample(10, TWO_ST, ident=7),
+                   sample(11, TWO_ST, ident=9), sample(11, TWO_ST, ident=9),
+                   sample(20, TWO_ST, ident=7), sample(21, TWO_ST, ident=9),
+                   sample(20, TWO_ST, ident=7), sample(21, TWO_ST, ident=9),
+                   sample(30, TWO_ST, ident=7), sample(25, TWO_ST, ident=7)]
+        for every in (None, 60):
+            with self.subTest(compress_every=every):
+                s = self.scan(perf_data(TWO, records, every))
+                self.assertEqual(s.event_samples, {"sdt_rt:alloc_1": 6,
+                                                   "sdt_rt:exit": 4})
+                # 25 after 30 is out of order (the thread moved to the
+                # other CPU's ring), at a time never seen: not a copy.
+                self.assertEqual(s.duplicate_samples, {"sdt_rt:alloc_1": 2,
+                                                       "sdt_rt:exit": 2})
+        one = self.scan(perf_data(ONE, [sample(5), sample(5), sample(6)]))
+        self.assertEqual(one.duplicate_samples, {"sdt_rt:alloc": 1})
+        none = self.scan(perf_data(ONE, [sample(5), sample(6)]))
+        self.assertEqual(none.duplicate_samples, {})
+
     def test_two_events_by_id(self):
         st = IP | TID | TIME | ID | CPU | PERIOD | RAW
         events = [("sdt_rt:alloc", st, [1], 2), ("cycles", st, [2], 0)]
