@@ -26,10 +26,8 @@ whole `allocsites record` of such a program in at most 0.5 s.
 
 import argparse
 import os
-import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,43 +37,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from allocsites_lib import recorder  # noqa: E402
+sys.path.insert(0, HERE)
+from lib.quick import WRAPPER_ENV, add_event, median_range, timed  # noqa: E402
 
 ALLOCSITES = os.path.join(ROOT, "scripts", "allocsites")
 PROGRAM = os.path.join(os.environ.get("BUILD", os.path.join(ROOT, "build")),
                        "tests", "t_basic")
-ADDED_RE = re.compile(r"^\s*(sdt_rt:\w+)\s+\(on ", re.M)
+ENV = dict(WRAPPER_ENV, TRUTH_FILE=os.devnull)
 
 
-# Python caches compiled modules in __pycache__ unless
-# PYTHONDONTWRITEBYTECODE is set, as it is in some containers (this
-# project's development VM): every run then compiles the package again,
-# 20-40 ms. The wrapper is timed as a user's machine runs it, caching on
-# (the first, untimed run fills the cache).
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-ENV["TRUTH_FILE"] = os.devnull
+def run(cmd):
+    return timed(cmd, ENV, "fixed_cost")
 
 
-def timed(cmd):
-    start = time.monotonic()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                          universal_newlines=True, env=ENV)
-    wall = time.monotonic() - start
-    if proc.returncode != 0:
-        raise SystemExit("fixed_cost: %s exited with %d:\n%s"
-                         % (" ".join(cmd), proc.returncode, proc.stderr))
-    return wall, proc.stderr
-
-
-def add_event(cache, probe="alloc"):
-    proc = subprocess.run(["perf", "--buildid-dir", cache, "probe", "-f",
-                           "-x", PROGRAM, "sdt_rt:" + probe],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, check=False)
-    names = ADDED_RE.findall(proc.stdout)
-    if proc.returncode != 0 or not names:
-        raise SystemExit("fixed_cost: perf probe failed:\n" + proc.stdout)
-    return names[0]
+def new_event(cache, probe="alloc"):
+    return add_event(cache, PROGRAM, probe, "fixed_cost")
 
 
 def main():
@@ -91,7 +67,7 @@ def main():
     data = os.path.join(tmp, "run.data")
     own = []
     try:
-        own += [add_event(cache), add_event(cache, "exit")]
+        own += [new_event(cache), new_event(cache, "exit")]
         alloc, exit_ = own
         prog = [PROGRAM, "0"]
         new = recorder.record_command("perf", data, [alloc], [exit_],
@@ -99,17 +75,17 @@ def main():
         old = ["perf", "record", "-o", data, "-m", "65536", "--call-graph",
                "dwarf,2048", "-e", alloc, "--"] + prog
         ways = [
-            ("native", lambda: timed(prog)),
-            ("allocsites record", lambda: timed(
+            ("native", lambda: run(prog)),
+            ("allocsites record", lambda: run(
                 ["/usr/bin/python3", ALLOCSITES, "record", "-o", data, "--"] +
                 prog)),
-            ("perf record, defaults", lambda: timed(new)),
-            ("perf record, old flags", lambda: timed(old)),
+            ("perf record, defaults", lambda: run(new)),
+            ("perf record, old flags", lambda: run(old)),
         ]
 
         def add_delete():
             start = time.monotonic()
-            name = add_event(cache)
+            name = new_event(cache)
             added = time.monotonic() - start
             start = time.monotonic()
             subprocess.run(["perf", "probe", "-q", "-d", name], check=True)
@@ -137,8 +113,7 @@ def main():
     print("| what | wall s, median (min-max) |")
     print("|---|---|")
     for name, values in walls.items():
-        print("| %s | %.3f (%.3f-%.3f) |" % (name, statistics.median(values),
-                                            min(values), max(values)))
+        print("| %s | %s |" % (name, median_range(values)))
 
 
 if __name__ == "__main__":

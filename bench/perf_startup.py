@@ -20,43 +20,25 @@ events and deletes exactly those.
 
 import argparse
 import os
-import re
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
 PROGRAM = [os.path.join(BUILD, "tests", "t_basic"), "0"]
-ADDED_RE = re.compile(r"^\s*(sdt_rt:\w+)\s+\(on ", re.M)
 PROBES = ("alloc", "free", "exit", "commit")
-
-
-def add_event(cache, probe):
-    proc = subprocess.run(["perf", "--buildid-dir", cache, "probe", "-f",
-                           "-x", PROGRAM[0], "sdt_rt:" + probe],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, check=False)
-    names = ADDED_RE.findall(proc.stdout)
-    if proc.returncode != 0 or not names:
-        raise SystemExit("perf_startup: perf probe failed:\n" + proc.stdout)
-    return names[0]
+sys.path.insert(0, HERE)
+from lib.quick import add_event, median_range, timed  # noqa: E402
 
 
 def wall(cmd):
-    start = time.monotonic()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, universal_newlines=True,
-                          env=dict(os.environ, TRUTH_FILE=os.devnull))
-    if proc.returncode != 0:
-        raise SystemExit("perf_startup: %s failed:\n%s"
-                         % (" ".join(cmd), proc.stderr[-2000:]))
-    return time.monotonic() - start
+    return timed(cmd, dict(os.environ, TRUTH_FILE=os.devnull),
+                 "perf_startup")[0]
 
 
 def record(data, events, pages):
@@ -80,7 +62,8 @@ def main():
     events = []
     try:
         for probe in PROBES:
-            events.append(add_event(os.path.join(tmp, "cache"), probe))
+            events.append(add_event(os.path.join(tmp, "cache"), PROGRAM[0],
+                                    probe, "perf_startup"))
         rows = [("%d event%s, 128 MiB rings" % (n, "" if n == 1 else "s"),
                  record(data, events[:n], 32768))
                 for n in range(1, len(events) + 1)]
@@ -106,8 +89,7 @@ def main():
     print("| perf record | wall s, median (min-max) |")
     print("|---|---|")
     for name, values in walls.items():
-        print("| %s | %.3f (%.3f-%.3f) |" % (name, statistics.median(values),
-                                            min(values), max(values)))
+        print("| %s | %s |" % (name, median_range(values)))
     firsts = [statistics.median(walls[name]) for name, _ in rows[:4]]
     print()
     print("each further uprobe event: %.0f ms (median of the steps)"

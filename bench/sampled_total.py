@@ -17,30 +17,21 @@ bench/sampled_overhead.py measures the program's own time instead
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 ALLOCSITES = os.path.join(ROOT, "scripts", "allocsites")
 BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
 # Timed as a user's machine runs it: Python's bytecode cache on
-# (bench/fixed_cost.py says why).
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+# (bench/lib/quick.py says why).
+sys.path.insert(0, HERE)
+from lib.quick import WRAPPER_ENV, median_range, timed  # noqa: E402
 
 
 def wall(cmd):
-    start = time.monotonic()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, universal_newlines=True,
-                          env=ENV)
-    took = time.monotonic() - start
-    if proc.returncode != 0:
-        raise SystemExit("sampled_total: %s failed:\n%s"
-                         % (" ".join(cmd), proc.stderr[-2000:]))
-    return took
+    return timed(cmd, WRAPPER_ENV, "sampled_total")[0]
 
 
 def main():
@@ -71,9 +62,9 @@ def main():
     print()
     print("| run | wall s, median (min-max) |")
     print("|---|---|")
-    print("| program alone | %.2f (%.2f-%.2f) |" % (p, min(plain), max(plain)))
-    print("| allocsites record --sample %s | %.2f (%.2f-%.2f) |"
-          % (args.rate, s, min(sampled), max(sampled)))
+    print("| program alone | %s |" % median_range(plain, 2))
+    print("| allocsites record --sample %s | %s |"
+          % (args.rate, median_range(sampled, 2)))
     print()
     print("everything included: %.2fx the program alone" % (s / p))
 

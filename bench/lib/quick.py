@@ -1,0 +1,54 @@
+"""What the start-up benchmarks (fixed_cost, perf_startup, sampled_total)
+share: a uprobe event made with perf probe, a command timed quietly, and
+the median (min-max) cell of their tables."""
+
+import os
+import re
+import statistics
+import subprocess
+import time
+
+ADDED_RE = re.compile(r"^\s*(sdt_rt:\w+)\s+\(on ", re.M)
+
+# Python caches compiled modules in __pycache__ unless
+# PYTHONDONTWRITEBYTECODE is set, as it is in some containers (this
+# project's development VM): every run then compiles the package again,
+# 20-40 ms. The wrapper is timed as a user's machine runs it, caching on
+# (a first, untimed run fills the cache).
+WRAPPER_ENV = {k: v for k, v in os.environ.items()
+               if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def add_event(cache, program, probe, who):
+    """The name perf probe gave the new event sdt_rt:PROBE of program
+    (with a private build-id cache); SystemExit naming who if it failed."""
+    proc = subprocess.run(["perf", "--buildid-dir", cache, "probe", "-f",
+                           "-x", program, "sdt_rt:" + probe],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    names = ADDED_RE.findall(proc.stdout)
+    if proc.returncode != 0 or not names:
+        raise SystemExit("%s: perf probe failed:\n%s" % (who, proc.stdout))
+    return names[0]
+
+
+def timed(cmd, env, who):
+    """(wall seconds, stderr) of cmd, its stdout discarded; SystemExit
+    naming who when it fails."""
+    start = time.monotonic()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                          universal_newlines=True, env=env)
+    wall = time.monotonic() - start
+    if proc.returncode != 0:
+        raise SystemExit("%s: %s exited with %d:\n%s"
+                         % (who, " ".join(cmd), proc.returncode,
+                            proc.stderr[-2000:]))
+    return wall, proc.stderr
+
+
+def median_range(values, digits=3):
+    """'median (min-max)' with that many decimals."""
+    f = "%%.%df" % digits
+    return (f + " (" + f + "-" + f + ")") % (
+        statistics.median(values), min(values), max(values))
