@@ -97,3 +97,6 @@ bench: deps all
 	$(PYTHON) bench/loss_stress.py > $(BENCH_OUT)/loss_stress.md && cat $(BENCH_OUT)/loss_stress.md
 	$(PYTHON) bench/lossless_runs.py > $(BENCH_OUT)/lossless_runs.md && cat $(BENCH_OUT)/lossless_runs.md
 	$(PYTHON) bench/stall_tolerance.py > $(BENCH_OUT)/stall_tolerance.md && cat $(BENCH_OUT)/stall_tolerance.md
+	$(PYTHON) bench/writer_wake.py > $(BENCH_OUT)/writer_wake.md && cat $(BENCH_OUT)/writer_wake.md
+	$(PYTHON) bench/report_parts.py > $(BENCH_OUT)/report_parts.md && cat $(BENCH_OUT)/report_parts.md
+	$(PYTHON) bench/stack_copy_sizes.py > $(BENCH_OUT)/stack_copy_sizes.md && cat $(BENCH_OUT)/stack_copy_sizes.md

@@ -2,12 +2,12 @@
 
 `allocsites record` scans the file it wrote for its summary line
 (perfdata.scan: every record read, the compressed ones decompressed:
-0.66 s for the demo), and `allocsites report` needs the same scan to
+0.68 s for the demo: bench/report_parts.py), and `allocsites report` needs the same scan to
 split the file among its workers. So record writes the scan here and the
-report reads it back (about 0.05 s) instead of scanning again.
+report reads it back (0.055 s) instead of scanning again.
 
 The file is trusted only for the exact bytes it was made from: it holds a
-BLAKE2b digest of the whole recording (0.03 s for the demo's 30 MB), and
+BLAKE2b digest of the whole recording (0.030 s for the demo's 26 MB), and
 anything else (another recording at the same path, a file edited or
 damaged since, a sidecar of another version) is ignored and the report
 scans as before. No pickle: a file planted beside someone's perf.data

@@ -3,7 +3,7 @@ fd, so it drains the rings continuously instead of at half-ring wakeups.
 
 perf record leaves the kernel's default wakeup watermark: a ring wakes
 the writer only when it is half full (there is no perf knob for it;
---no-buffering wakes it on every event, which made the demo 4x slower).
+--no-buffering wakes it on every event: a wakeup per allocation).
 So a writer that has caught up sleeps while 64 MiB pile up, and when it
 is then held up (its CPU taken by the hypervisor, a page fault storm, a
 compression stretch), only the other half of the ring is left before
