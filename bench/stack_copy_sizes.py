@@ -2,7 +2,7 @@
 """Why recordings of one program differ in size: how many stack copies
 reach the top of the stack, with ASLR and without.
 
-  bench/stack_copy_sizes.py [--runs 5] [--program luacheck]
+  bench/stack_copy_sizes.py [--runs 3] [--program luacheck]
 
 The kernel copies `--stack-size` bytes of stack per event, or up to the
 top of the stack mapping if that comes first, and keeps the full size
@@ -14,7 +14,8 @@ as it is and once under `setarch -R` (no ASLR), interleaved, and reads
 every sample's copied size with `perf report -D` ("ustack: size N").
 Per run: the file's size, the copies shorter than the stack size, and
 the mean bytes copied. Run as root after `make all`. Progress on stderr;
-Markdown on stdout.
+Markdown on stdout. About 12 minutes with the defaults on the reference
+machine.
 """
 
 import argparse
@@ -61,7 +62,8 @@ def once(argv, no_aslr, tmp):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--runs", type=int, default=5)
+    # perf report -D of one Lua recording takes about two minutes here.
+    ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--program", default="luacheck")
     a = ap.parse_args()
     argv, _ = programs([a.program])[a.program]
