@@ -52,7 +52,7 @@ install:
 	install -m 644 scripts/allocsites.py $(LIBDIR)/allocsites.py
 	install -m 644 scripts/allocsites_lib/*.py $(LIBDIR)/allocsites_lib/
 	ln -sf ../lib/allocsites/allocsites $(DESTDIR)$(PREFIX)/bin/allocsites
-	install -m 644 include/rt_probes.h include/rt_sampler.h include/rt_exit.h include/rt_live.h \
+	install -m 644 include/rt_probes.h include/rt_sampler.h include/rt_exit.h include/rt_live.h include/rt_stack_top.h \
 		$(DESTDIR)$(PREFIX)/include/
 	install -m 644 probes/rt.d $(DESTDIR)$(PREFIX)/share/allocsites/rt.d
 	@mkdir -p $(DESTDIR)$(PREFIX)/share/man/man1
@@ -61,7 +61,7 @@ install:
 	   for f in allocsites allocsites.py; do echo $(PREFIX)/lib/allocsites/$$f; done; \
 	   for f in scripts/allocsites_lib/*.py; do \
 		echo $(PREFIX)/lib/allocsites/allocsites_lib/$$(basename $$f); done; \
-	   for f in rt_probes.h rt_sampler.h rt_exit.h rt_live.h; do echo $(PREFIX)/include/$$f; done; \
+	   for f in rt_probes.h rt_sampler.h rt_exit.h rt_live.h rt_stack_top.h; do echo $(PREFIX)/include/$$f; done; \
 	   echo $(PREFIX)/share/allocsites/rt.d; \
 	   echo $(PREFIX)/share/man/man1/allocsites.1; \
 	   echo $(PREFIX)/lib/allocsites/installed; } > $(LIBDIR)/installed

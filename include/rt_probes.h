@@ -324,6 +324,7 @@ RT__DEFINE_ON(rt__on64, unsigned long long, "cmpq")
 
 #include "rt_exit.h"
 #include "rt_live.h"
+#include "rt_stack_top.h"
 
 /* The sampled stream's probe sits here, in the allocator's own body like
  * rt:alloc, so both events share one call-site rule (the first frame

@@ -134,9 +134,8 @@ def record(opts, argv, out=sys.stderr):
                     elif merged not in plain:
                         plain.append(merged)
             if interrupts.received is None:
-                env = dict(os.environ)
-                if opts.sample:
-                    env["RT_SAMPLE_BYTES"] = str(opts.sample)
+                env = recorder.program_environment(os.environ, stack_size,
+                                                   opts.sample)
                 with writerwake.Waker() as waker:
                     with recorder.Boost() as boost:
                         cmd = recorder.record_command(
