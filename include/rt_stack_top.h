@@ -31,11 +31,12 @@
  *
  * Listed once per translation unit that includes this header, like
  * rt_exit.h's constructor: reading mapped pages again is harmless.
+ * -DRT_STACK_TOP_DISABLE leaves it out (bench/stack_top.py compares).
  */
 #ifndef RT_STACK_TOP_H
 #define RT_STACK_TOP_H
 
-#if defined(__linux__)
+#if defined(__linux__) && !defined(RT_STACK_TOP_DISABLE)
 #include <sys/auxv.h>
 
 #ifdef __cplusplus
@@ -60,6 +61,6 @@ rt__stack_top_map(void)
 #ifdef __cplusplus
 }
 #endif
-#endif /* __linux__ */
+#endif /* __linux__ && !RT_STACK_TOP_DISABLE */
 
 #endif /* RT_STACK_TOP_H */

@@ -30,6 +30,32 @@ class RecordCommandTest(unittest.TestCase):
         self.assertEqual(recorder.DEFAULT_STACK_SIZE, 8192)
 
 
+class ProgramEnvironmentTest(unittest.TestCase):
+    """The environment perf passes to the program: the stack pad of one
+    stack copy (docs/design.md, "Why the same program's file was sometimes
+    twice as large"), RT_SAMPLE_BYTES in sampled mode, the rest as given."""
+
+    def test_pad_one_stack_copy_long(self):
+        env = recorder.program_environment({"HOME": "/h"}, 8192)
+        self.assertEqual(env[recorder.STACK_PAD_VARIABLE], "." * 8192)
+        self.assertEqual(env["HOME"], "/h")
+        self.assertNotIn("RT_SAMPLE_BYTES", env)
+        self.assertEqual(len(recorder.program_environment(
+            {}, 65528)[recorder.STACK_PAD_VARIABLE]), 65528)
+
+    def test_sampled_rate(self):
+        env = recorder.program_environment({}, 8192, 524288)
+        self.assertEqual(env["RT_SAMPLE_BYTES"], "524288")
+
+    def test_caller_value_kept_and_base_untouched(self):
+        base = {recorder.STACK_PAD_VARIABLE: ""}
+        env = recorder.program_environment(base, 8192)
+        self.assertEqual(env[recorder.STACK_PAD_VARIABLE], "")
+        base2 = {}
+        recorder.program_environment(base2, 8192)
+        self.assertEqual(base2, {})
+
+
 class MmapPagesTest(unittest.TestCase):
     def test_two_cpus_get_128_mib_each(self):
         self.assertEqual(recorder.mmap_pages(cpus=2), 32768)
