@@ -25,9 +25,13 @@ PERF_MAGIC = b"PERFILE2"
 
 # Recording options (docs/design.md, "Recording defaults", has the
 # measurements behind each):
-#  - -z: zstd compresses the stack copies (mostly unchanged stack between
-#    events) about 50:1, so perf's writer keeps up with the program and
-#    the file stays small (~45 bytes per event instead of ~2.3 KB).
+#  - -z at zstd level 3 (--compression-level=3): zstd compresses the
+#    stack copies (mostly unchanged stack between events) 70:1 or more,
+#    so perf's writer keeps up with the program and the file stays small
+#    (12-44 bytes per event instead of ~2.3 KB). Level 3 made files a
+#    sixth to a half smaller than perf's default level 1 and lost nothing
+#    in bench/lossless_runs.py; level 6 lost events (the writer falls
+#    behind).
 #  - 8192 bytes of user stack per sample: enough for an interpreter's
 #    parser to reach main (bench/stack_depth.py); deeper stacks are cut
 #    short, which the report detects and states (raise --stack-size).
@@ -52,7 +56,7 @@ PERF_MAGIC = b"PERFILE2"
 DEFAULT_STACK_SIZE = 8192
 RING_BUDGET = 256 << 20
 RING_MIN, RING_MAX = 16 << 20, 128 << 20
-RECORD_FLAGS = ("-z", "--no-bpf-event")
+RECORD_FLAGS = ("--compression-level=3", "--no-bpf-event")
 
 
 def mmap_pages(cpus=None, page=4096):

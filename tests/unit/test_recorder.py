@@ -17,7 +17,8 @@ class RecordCommandTest(unittest.TestCase):
                                       ["sdt_rt:exit"], 8192, ["./prog", "a b"])
         pages = str(recorder.mmap_pages())
         self.assertEqual(cmd, [
-            "perf", "record", "-o", "out.data", "-m", pages, "-z", "--no-bpf-event",
+            "perf", "record", "-o", "out.data", "-m", pages,
+            "--compression-level=3", "--no-bpf-event",
             "--call-graph", "dwarf,8192", "-e", "sdt_rt:alloc",
             "-e", "sdt_rt:exit/call-graph=no/", "--", "./prog", "a b"])
 
