@@ -100,3 +100,5 @@ bench: deps all
 	$(PYTHON) bench/writer_wake.py > $(BENCH_OUT)/writer_wake.md && cat $(BENCH_OUT)/writer_wake.md
 	$(PYTHON) bench/report_parts.py > $(BENCH_OUT)/report_parts.md && cat $(BENCH_OUT)/report_parts.md
 	$(PYTHON) bench/stack_copy_sizes.py > $(BENCH_OUT)/stack_copy_sizes.md && cat $(BENCH_OUT)/stack_copy_sizes.md
+	$(PYTHON) bench/stack_top.py > $(BENCH_OUT)/stack_top.md && cat $(BENCH_OUT)/stack_top.md
+	$(PYTHON) bench/compression_levels.py > $(BENCH_OUT)/compression_levels.md && cat $(BENCH_OUT)/compression_levels.md

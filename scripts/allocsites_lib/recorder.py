@@ -56,7 +56,17 @@ PERF_MAGIC = b"PERFILE2"
 DEFAULT_STACK_SIZE = 8192
 RING_BUDGET = 256 << 20
 RING_MIN, RING_MAX = 16 << 20, 128 << 20
-RECORD_FLAGS = ("--compression-level=3", "--no-bpf-event")
+ZSTD_LEVEL = 3
+RECORD_FLAGS = ("--no-bpf-event",)
+
+
+def compression_flag(environ=os.environ):
+    """perf's -z at ZSTD_LEVEL; ALLOCSITES_ZSTD_LEVEL=N (1 to 22) sets
+    another level, for bench/compression_levels.py."""
+    level = environ.get("ALLOCSITES_ZSTD_LEVEL", "")
+    if not (level.isdigit() and 1 <= int(level) <= 22):
+        level = ZSTD_LEVEL
+    return "--compression-level=%d" % int(level)
 
 
 def mmap_pages(cpus=None, page=4096):
@@ -535,7 +545,7 @@ def record_command(perf, output, alloc_events, plain_events, stack_size,
     to this running process instead of starting argv. control: perf's
     --control arguments (writerwake.Waker)."""
     cmd = [perf, "record", "-o", output, "-m", str(mmap_pages())] + \
-        list(RECORD_FLAGS) + list(control) + \
+        [compression_flag()] + list(RECORD_FLAGS) + list(control) + \
         ["--call-graph", "dwarf,%d" % stack_size]
     for name in alloc_events:
         cmd += ["-e", name]

@@ -31,6 +31,17 @@ class RecordCommandTest(unittest.TestCase):
         self.assertEqual(recorder.DEFAULT_STACK_SIZE, 8192)
 
 
+class CompressionFlagTest(unittest.TestCase):
+    def test_level_3_unless_set(self):
+        self.assertEqual(recorder.compression_flag({}),
+                         "--compression-level=3")
+        self.assertEqual(recorder.compression_flag(
+            {"ALLOCSITES_ZSTD_LEVEL": "6"}), "--compression-level=6")
+        for bad in ("0", "23", "x", "-1", ""):
+            self.assertEqual(recorder.compression_flag(
+                {"ALLOCSITES_ZSTD_LEVEL": bad}), "--compression-level=3")
+
+
 class ProgramEnvironmentTest(unittest.TestCase):
     """The environment perf passes to the program: the stack pad of one
     stack copy (docs/design.md, "Why the same program's file was sometimes
