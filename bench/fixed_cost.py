@@ -12,8 +12,13 @@ stderr):
   native                  the program alone
   allocsites record       the whole wrapper: probe set-up, perf record,
                           clean-up, the summary line
+  allocsites record --sample 512k
+                          the same in sampled mode (rt:sample, its
+                          smaller rings)
   perf record, defaults   raw perf record with the wrapper's flags, on
                           events created once beforehand
+  perf record, sampled rings
+                          the same with sampled mode's ring size
   perf record, old flags  the same with the flags before issue 15:
                           -m 65536 --call-graph dwarf,2048, BPF events on
   perf probe -x (add)     creating one event
@@ -72,6 +77,9 @@ def main():
         prog = [PROGRAM, "0"]
         new = recorder.record_command("perf", data, [alloc], [exit_],
                                       recorder.DEFAULT_STACK_SIZE, prog)
+        small = recorder.record_command("perf", data, [alloc], [exit_],
+                                        recorder.DEFAULT_STACK_SIZE, prog,
+                                        rings=recorder.RINGS_SAMPLED)
         old = ["perf", "record", "-o", data, "-m", "65536", "--call-graph",
                "dwarf,2048", "-e", alloc, "--"] + prog
         ways = [
@@ -79,7 +87,11 @@ def main():
             ("allocsites record", lambda: run(
                 ["/usr/bin/python3", ALLOCSITES, "record", "-o", data, "--"] +
                 prog)),
+            ("allocsites record --sample 512k", lambda: run(
+                ["/usr/bin/python3", ALLOCSITES, "record", "-o", data,
+                 "--sample", "512k", "--"] + prog)),
             ("perf record, defaults", lambda: run(new)),
+            ("perf record, sampled rings", lambda: run(small)),
             ("perf record, old flags", lambda: run(old)),
         ]
 
