@@ -140,7 +140,10 @@ def record(opts, argv, out=sys.stderr):
                     with recorder.Boost() as boost:
                         cmd = recorder.record_command(
                             perf, output, allocs, plain, stack_size, argv,
-                            boost.step, pid=pid, control=waker.perf_args())
+                            boost.step, pid=pid, control=waker.perf_args(),
+                            rings=recorder.RINGS_SAMPLED
+                            if opts.sample and not opts.frees
+                            else recorder.RINGS_EXACT)
                         try:
                             child = subprocess.Popen(
                                 cmd, env=env, preexec_fn=boost.preexec)

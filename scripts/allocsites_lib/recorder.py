@@ -53,9 +53,15 @@ PERF_MAGIC = b"PERFILE2"
 #    allocation by pointer, and the allocation has the stack; their stack
 #    copies would double the data. Nor do rt:exit and the other probes
 #    of the plain event (probedefs.py).
+#  - Sampled mode records a few events a millisecond at most (the
+#    samples, their frees, phases), so its rings are 32 MiB in all, 4 to
+#    16 MiB per CPU: they cost less to set up (bench/fixed_cost.py). With
+#    --frees (every free recorded) it takes exact mode's rings.
 DEFAULT_STACK_SIZE = 8192
 RING_BUDGET = 256 << 20
 RING_MIN, RING_MAX = 16 << 20, 128 << 20
+RINGS_EXACT = (RING_BUDGET, RING_MIN, RING_MAX)
+RINGS_SAMPLED = (32 << 20, 4 << 20, 16 << 20)
 ZSTD_LEVEL = 3
 RECORD_FLAGS = ("--no-bpf-event",)
 
@@ -69,10 +75,12 @@ def compression_flag(environ=os.environ):
     return "--compression-level=%d" % int(level)
 
 
-def mmap_pages(cpus=None, page=4096):
-    """Ring buffer pages per CPU for perf record -m (a power of two)."""
+def mmap_pages(cpus=None, page=4096, rings=RINGS_EXACT):
+    """Ring buffer pages per CPU for perf record -m (a power of two);
+    rings: (bytes in all, least and most bytes per CPU)."""
     cpus = cpus or os.cpu_count() or 1
-    per_cpu = max(RING_MIN, min(RING_MAX, RING_BUDGET // cpus))
+    budget, least, most = rings
+    per_cpu = max(least, min(most, budget // cpus))
     pages = 1
     while pages * 2 * page <= per_cpu:
         pages *= 2
@@ -538,13 +546,15 @@ class ProbeEvents:
 
 
 def record_command(perf, output, alloc_events, plain_events, stack_size,
-                   argv, boost=0, pid=None, control=()):
+                   argv, boost=0, pid=None, control=(), rings=RINGS_EXACT):
     """plain_events: recorded without a call graph (frees, rt:exit).
     boost: perf runs that much nicer than the caller (see Boost); the
     program is then started through nice(1) to give it back. pid: attach
     to this running process instead of starting argv. control: perf's
-    --control arguments (writerwake.Waker)."""
-    cmd = [perf, "record", "-o", output, "-m", str(mmap_pages())] + \
+    --control arguments (writerwake.Waker). rings: RINGS_EXACT or
+    RINGS_SAMPLED."""
+    cmd = [perf, "record", "-o", output,
+           "-m", str(mmap_pages(rings=rings))] + \
         [compression_flag()] + list(RECORD_FLAGS) + list(control) + \
         ["--call-graph", "dwarf,%d" % stack_size]
     for name in alloc_events:

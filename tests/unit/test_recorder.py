@@ -72,6 +72,15 @@ class MmapPagesTest(unittest.TestCase):
     def test_two_cpus_get_128_mib_each(self):
         self.assertEqual(recorder.mmap_pages(cpus=2), 32768)
 
+    def test_sampled_rings_are_small(self):
+        sampled = recorder.RINGS_SAMPLED
+        self.assertEqual(recorder.mmap_pages(cpus=2, rings=sampled), 4096)
+        self.assertEqual(recorder.mmap_pages(cpus=1, rings=sampled), 4096)
+        self.assertEqual(recorder.mmap_pages(cpus=64, rings=sampled), 1024)
+        cmd = recorder.record_command("perf", "o", ["sdt_rt:sample_1"], [],
+                                      8192, ["./p"], rings=sampled)
+        self.assertEqual(cmd[cmd.index("-m") + 1], "4096")
+
     def test_one_cpu_is_capped_at_128_mib(self):
         self.assertEqual(recorder.mmap_pages(cpus=1), 32768)
 
