@@ -17,7 +17,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 cc -O2 -shared -fPIC "$HERE/drop_plain.c" -o "$TMP/drop_plain.so"
 echo "file: $FILE; $(nproc) CPUs, kernel $(uname -r), $(perf --version)"
-for i in $(seq "$RUNS"); do
+for _ in $(seq "$RUNS"); do
     /usr/bin/time -f "noop handler, all events:      %e s wall, %U s user, %S s sys" \
         perf script -i "$FILE" -s "$HERE/noop.py" >/dev/null 2>"$TMP/err1"
     tail -1 "$TMP/err1"
