@@ -1,0 +1,57 @@
+"""Whole stack copies from the main thread under real perf: perf copies
+--stack-size bytes from the stack pointer, stops at the first page that
+is not mapped in, and leaves the rest of the record to stale ring bytes
+(docs/design.md, "Why the same program's file was sometimes twice as
+large"). With record's environment pad (ALLOCSITES_STACK_PAD) and
+rt_stack_top.h's constructor, every copy of a single-threaded program is
+whole; without the pad, copies from frames near main stop at the stack's
+top. A 32 KiB copy makes the control certain: the kernel's random hole
+and the strings above main are far less than that."""
+
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import ROOT, ProfileTest, allocsites, program  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import stale_tails  # noqa: E402
+
+STACK = 32768
+ALLOCS = 300
+
+
+class WholeStackCopies(ProfileTest):
+
+    def copies(self, env):
+        """(alloc events, stack samples, short copies) of t_basic
+        recorded with env."""
+        data = os.path.join(self.tmp, "run.data")
+        rec = allocsites(["record", "-o", data, "--stack-size", str(STACK),
+                          "--", program("t_basic"), str(ALLOCS)],
+                         env=dict(env, TRUTH_FILE=os.devnull))
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        self.assertIn("lost: 0 ", rec.stderr)
+        allocs = int(re.search(r"recorded (\d+) alloc events",
+                               rec.stderr).group(1))
+        _, samples, short, _ = stale_tails.zero_stale_tails(
+            stale_tails.stream(data), STACK)
+        for path in os.listdir(self.tmp):
+            os.unlink(os.path.join(self.tmp, path))
+        return allocs, samples, short
+
+    def test_whole_with_the_pad_short_without(self):
+        allocs, samples, short = self.copies({})
+        self.assertGreater(allocs, ALLOCS)   # t_basic: a few per round
+        self.assertEqual(samples, allocs)
+        self.assertEqual(short, 0)
+        # The control: the same recording without the pad.
+        allocs, samples, short = self.copies({"ALLOCSITES_STACK_PAD": ""})
+        self.assertEqual(samples, allocs)
+        self.assertGreater(short, 0)
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()
