@@ -14,7 +14,19 @@ include tests/Makefile.inc
 
 .PHONY: all deps demo check unit bench clean install uninstall
 
-all: examples $(TEST_PROGRAMS)
+# The report workers' perf dlfilter (scripts/dlfilter/allocsites_mailbox.c,
+# allocsites_lib/mailbox.py): the frees past perf's Python glue. It needs
+# perf's dlfilter header (Debian: linux-perf); without it the report
+# works as before, a little slower.
+DLFILTER_H := /usr/include/perf/perf_dlfilter.h
+MAILBOX_SO = $(if $(wildcard $(DLFILTER_H)),$(BUILD)/allocsites_mailbox.so)
+
+all: examples $(TEST_PROGRAMS) $(MAILBOX_SO)
+
+$(BUILD)/allocsites_mailbox.so: scripts/dlfilter/allocsites_mailbox.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Wall -Wextra -shared -fPIC $< -o $@
+
 
 deps:
 	@sh ci/install-deps.sh
@@ -22,7 +34,7 @@ deps:
 # examples and tests are built after deps (gcc) are in place.
 # The previous demo's recording is replaced, not kept as demo.data.old.
 demo: deps
-	@$(MAKE) --no-print-directory $(BUILD)/minicc
+	@$(MAKE) --no-print-directory $(BUILD)/minicc $(MAILBOX_SO)
 	@rm -f $(BUILD)/demo.data $(BUILD)/demo.data.old
 	$(PYTHON) scripts/allocsites -o $(BUILD)/demo.data --timeline $(BUILD)/demo-timeline.svg -- $(BUILD)/minicc $(DEMO_SIZE)
 	@echo "flame graph: $(BUILD)/demo.svg; memory over time: $(BUILD)/demo-timeline.svg  (JSON: scripts/allocsites report -i $(BUILD)/demo.data --json FILE)"
@@ -51,6 +63,8 @@ install:
 	install -m 755 scripts/allocsites $(LIBDIR)/allocsites
 	install -m 644 scripts/allocsites.py $(LIBDIR)/allocsites.py
 	install -m 644 scripts/allocsites_lib/*.py $(LIBDIR)/allocsites_lib/
+	if [ -f $(BUILD)/allocsites_mailbox.so ]; then \
+		install -m 644 $(BUILD)/allocsites_mailbox.so $(LIBDIR)/; fi
 	ln -sf ../lib/allocsites/allocsites $(DESTDIR)$(PREFIX)/bin/allocsites
 	install -m 644 include/rt_probes.h include/rt_sampler.h include/rt_exit.h include/rt_live.h include/rt_stack_top.h \
 		$(DESTDIR)$(PREFIX)/include/
@@ -59,6 +73,8 @@ install:
 	install -m 644 docs/man/allocsites.1 $(DESTDIR)$(PREFIX)/share/man/man1/allocsites.1
 	@{ echo $(PREFIX)/bin/allocsites; \
 	   for f in allocsites allocsites.py; do echo $(PREFIX)/lib/allocsites/$$f; done; \
+	   if [ -f $(BUILD)/allocsites_mailbox.so ]; then \
+		echo $(PREFIX)/lib/allocsites/allocsites_mailbox.so; fi; \
 	   for f in scripts/allocsites_lib/*.py; do \
 		echo $(PREFIX)/lib/allocsites/allocsites_lib/$$(basename $$f); done; \
 	   for f in rt_probes.h rt_sampler.h rt_exit.h rt_live.h rt_stack_top.h; do echo $(PREFIX)/include/$$f; done; \

@@ -65,8 +65,12 @@ class Run:
         self.stop_after = self.opts.worker_samples if self.opts.worker_out \
             else None
         self.progress = None
+        self.next_progress = PROGRESS_EVERY
         if self.opts.worker_progress:
             self.progress = parallel.ProgressWriter(self.opts.worker_progress)
+        # The plain events through perf's dlfilter (mailbox.py), from
+        # trace_begin on: perf loads the filter before the script.
+        self.mailbox = None
 
     def use_tally(self, tally):
         """Events go to tally from now on (bench/handler_cost.py gives
@@ -87,6 +91,12 @@ class Run:
         # A worker's stderr goes to the command, which reads it itself.
         if not self.opts.worker_out:
             self.stderr = perfstderr.Capture()
+        if self.opts.worker_mailbox and self.pids is not None:
+            from allocsites_lib import mailbox
+            try:
+                self.mailbox = mailbox.Mailbox(self.opts.worker_mailbox)
+            except (OSError, ValueError):
+                self.mailbox = None   # perf did not load it: as before
 
     def _interrupt(self, _sig, _frame):
         self.interrupted = True
@@ -94,20 +104,41 @@ class Run:
     def event(self, event_name, fields, sample=None):
         if self.interrupted:
             self.end()
+        if self.mailbox is not None:
+            self.read_mailbox(event_name, fields)
         self.delivered += 1
         try:
             time = self.handle(event_name, fields, sample)
             # time is None for a malformed event: write() ignores it
-            if self.progress and not self.delivered % PROGRESS_EVERY:
+            if self.progress and self.delivered >= self.next_progress:
+                self.next_progress = self.delivered + PROGRESS_EVERY
                 self.progress.write(time)
         except Exception:  # noqa: BLE001 - see the file comment
             self.handler_errors += 1
-        if self.delivered == self.stop_after:
+        if self.stop_after is not None and self.delivered >= self.stop_after:
             self.end()
+
+    def read_mailbox(self, event_name=None, fields=None):
+        """The plain events the dlfilter kept for this handler since perf
+        last called it, which all came before the event it brings now
+        (event_name, fields: perf's first plain event checks the filter's
+        reading of it, mailbox.Mailbox.verify)."""
+        box = self.mailbox
+        try:
+            if box.pending():
+                self.delivered += self.handle.mail(box.take(),
+                                                   box.event_name)
+            elif event_name is not None and box.verifying() and \
+                    parse.event_kind(event_name) == "plain":
+                box.verify(event_name, fields)
+        except Exception:  # noqa: BLE001 - see the file comment
+            self.handler_errors += 1
 
     def end(self):
         """Writes the report and exits perf with the report's status."""
         gc.enable()
+        if self.mailbox is not None:
+            self.read_mailbox()
         try:
             self.handle.flush()
             status = self.finish()
@@ -125,7 +156,9 @@ class Run:
         """The report (a worker: its Tally); returns the exit status."""
         if self.opts.worker_out:
             parallel.write_tally(self.opts.worker_out, self.tally,
-                                 self.handler_errors, self.perf_inlines)
+                                 self.handler_errors, self.perf_inlines,
+                                 self.mailbox.state() if self.mailbox
+                                 else None)
             return INTERRUPTED if self.interrupted else 0
         perf_said = self.stderr.finish() if self.stderr else []
         from allocsites_lib import pipeline

@@ -365,12 +365,15 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         ranges = parallel.split(times, k, *parallel.costs(scan))
     else:   # one worker on the whole file, loss from perf report --stats
         times, ranges = [], [(None, None)]
+    from . import mailbox
     try:
         result = parallel.run(
             perf, data, ENTRY_SCRIPT, report_args, ranges, times,
             lambda: Tally(opts.min_size),
             pids=scan.pids if scan is not None and scan.pids else None,
-            stop_early=scan is not None and scan.all_tracepoints, err=err)
+            stop_early=scan is not None and scan.all_tracepoints, err=err,
+            mailbox_path=mailbox.library_path(ENTRY_SCRIPT)
+            if os.environ.get("ALLOCSITES_MAILBOX") != "0" else None)
     except parallel.Interrupted as e:
         err.write("allocsites: report interrupted; nothing written\n")
         return 128 + e.sig

@@ -36,7 +36,7 @@ merge, no unpickling in between).
 
 import operator
 
-from . import eventlog, parse
+from . import eventlog, mailbox, parse
 from .completeness import COUNTED_AS
 
 # Events kept before they go to the log's columns (flush()).
@@ -254,5 +254,33 @@ def handler(reader, tally):
 
         return slow(event_name, fields, sample)
 
+    def mail(records, event_name):
+        """The records of the mailbox (mailbox.Mailbox.take: (time, tid,
+        kind, a, ..., h), in time order), each added as handle adds the
+        plain event it came from (event_name); returns how many. A free
+        takes handle's free path; any other kind goes through the general
+        path with the field dict perf would have built
+        (mailbox.fields_of)."""
+        for rec in records:
+            if rec[2] != 1:
+                slow(event_name, mailbox.fields_of(rec), None)
+                continue
+            time, tid, _kind, ptr, size = rec[:5]
+            if last_get(tid) == time:
+                tally.duplicate_kinds["free"] += 1
+                continue
+            last_time[tid] = time
+            pid = pids_get(tid, tid)
+            events["free"] += 1
+            received[pid][free_as] += 1
+            frees[0] += 1
+            frees[1] += size
+            if log is not None:
+                pend((time, pid, tid, ptr, size, None))
+                if len(pending) >= FLUSH_EVERY:
+                    flush()
+        return len(records)
+
     handle.flush = flush if log is not None else (lambda: None)
+    handle.mail = mail
     return handle

@@ -69,6 +69,9 @@ def parser(prog="allocsites.py"):
     p.add_argument("--worker-pids", default=None, help=argparse.SUPPRESS)
     p.add_argument("--worker-samples", type=int, default=None,
                    help=argparse.SUPPRESS)
+    # perf loaded scripts/dlfilter/allocsites_mailbox.c from this path
+    # (--dlfilter): the plain events come through it (mailbox.py).
+    p.add_argument("--worker-mailbox", default=None, help=argparse.SUPPRESS)
     return p
 
 

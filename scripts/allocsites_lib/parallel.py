@@ -54,12 +54,13 @@ ERROR_MARKERS = ("failed", "couldn't", "can't", "cannot",
 
 # ---------------------------------------------------------------- worker
 
-def write_tally(path, tally, handler_errors, perf_inlines):
+def write_tally(path, tally, handler_errors, perf_inlines, mailbox=None):
     """The worker's result, written to path.tmp then renamed, so the
-    parent never reads half a file."""
+    parent never reads half a file. mailbox: the dlfilter's state at the
+    end (mailbox.py; None without it), for tests."""
     payload = {"version": TALLY_VERSION, "tally": tally,
                "handler_errors": handler_errors,
-               "perf_inlines": perf_inlines}
+               "perf_inlines": perf_inlines, "mailbox": mailbox}
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
         pickle.dump(payload, f, protocol=pickle.HIGHEST_PROTOCOL)
@@ -395,14 +396,22 @@ class Worker:
         return "perf script worker %d of %d (%s)" % (
             self.index + 1, self.count, describe_range(self.start, self.end))
 
-    def command(self, perf, data, entry_script, report_args, pids_path=None):
+    def command(self, perf, data, entry_script, report_args, pids_path=None,
+                mailbox_path=None):
+        """mailbox_path: the built allocsites_mailbox.so (mailbox.py), or
+        None: the plain events then come through perf's Python glue."""
         cmd = [perf, "script", "-i", data, "--no-inline", "--max-stack",
                str(MAX_STACK)]
         window = time_option(self.start, self.end)
         if window:
             cmd += ["--time", window]
+        if mailbox_path:
+            cmd += ["--dlfilter", mailbox_path,
+                    "--dlarg", str(self.stop_after or 0)]
         cmd += ["-s", entry_script, "--", "--worker-out", self.tally_path,
                 "--worker-progress", self.progress_path]
+        if mailbox_path:
+            cmd += ["--worker-mailbox", mailbox_path]
         if pids_path:
             cmd += ["--worker-pids", pids_path]
         if self.stop_after is not None:
@@ -503,10 +512,12 @@ def _unblock_signals():
 
 
 def run(perf, data, entry_script, report_args, ranges, times, tally_factory,
-        pids=None, stop_early=False, err=sys.stderr, progress=None):
+        pids=None, stop_early=False, err=sys.stderr, progress=None,
+        mailbox_path=None):
     """Runs one worker per range of split(); returns collect()'s Result.
     pids: {thread id: process id} for the workers, or None (they then
-    read it from perf_sample_dict). stop_early: times are exactly the
+    read it from perf_sample_dict). mailbox_path: the built
+    allocsites_mailbox.so, used with pids only (mailbox.py). stop_early: times are exactly the
     samples perf hands the script, so a worker may stop reading once it
     has had all of its range's (all but the last). Raises Interrupted on
     SIGINT, SIGTERM or SIGHUP, after stopping the workers. Every
@@ -538,7 +549,8 @@ def run(perf, data, entry_script, report_args, ranges, times, tally_factory,
                 with open(w.stderr_path, "wb") as stderr:
                     w.proc = subprocess.Popen(
                         w.command(perf, data, entry_script, report_args,
-                                  pids_path),
+                                  pids_path,
+                                  mailbox_path if pids_path else None),
                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                         stderr=stderr, preexec_fn=_unblock_signals)
             finally:

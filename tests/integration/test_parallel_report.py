@@ -6,6 +6,7 @@ perf cannot read makes the report fail instead of shrinking silently."""
 import glob
 import json
 import os
+import pickle
 import re
 import shutil
 import signal
@@ -19,8 +20,8 @@ from harness import (ALLOCSITES, PYTHON, ROOT, ProfileTest,  # noqa: E402
                      allocsites, program, report_sites)
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from allocsites_lib import (parallel, perfdata, perfrun,  # noqa: E402
-                             scancache)
+from allocsites_lib import (mailbox, parallel, perfdata,  # noqa: E402
+                             perfrun, scancache)
 
 ENTRY = os.path.join(ROOT, "scripts", "allocsites.py")
 
@@ -93,6 +94,39 @@ class ParallelReport(ProfileTest):
                 some = ["--min-size", "100", "--skip", "^nest$"]
                 self.assertEqual(same_order(self.parallel(data, 2, *some)),
                                  same_order(self.single(data, *some)))
+
+    @unittest.skipUnless(os.path.exists("/usr/include/perf/perf_dlfilter.h"),
+                         "no perf dlfilter header: the filter is not built")
+    def test_workers_take_the_plain_events_through_the_dlfilter(self):
+        """A worker with the built dlfilter (mailbox.py) turns it on after
+        checking it, and its tally equals the one without it."""
+        lib = mailbox.library_path(ENTRY)
+        self.assertIsNotNone(lib, "allocsites_mailbox.so is not built")
+        data = self.record(program("t_basic"), ["3000"])
+        scan = perfdata.scan(data)
+        pids = os.path.join(self.tmp, "pids")
+        parallel.write_pids(pids, scan.pids)
+        payloads = []
+        for index, so in enumerate((lib, None)):
+            w = parallel.Worker(index, 1, None, None, self.tmp)
+            proc = subprocess.run(
+                w.command("perf", data, ENTRY, [], pids, so),
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                universal_newlines=True)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with open(w.tally_path, "rb") as f:
+                payloads.append(pickle.load(f))
+        with_it, without = payloads
+        self.assertEqual(with_it["mailbox"], mailbox.ON)
+        self.assertIsNone(without["mailbox"])
+        a, b = with_it["tally"], without["tally"]
+        self.assertEqual(a.events, b.events)
+        self.assertGreater(a.events["free"], 9000)
+        self.assertEqual(a.frees, b.frees)
+        self.assertEqual(dict(a.stacks), dict(b.stacks))
+        self.assertEqual([list(c) for c in a.log.columns()],
+                         [list(c) for c in b.log.columns()])
+        self.assertEqual(with_it["handler_errors"], 0)
 
     def test_record_keeps_its_scan_and_the_report_agrees_without_it(self):
         data = self.record(program("t_threads"), ["4000"])

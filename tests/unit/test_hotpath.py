@@ -303,5 +303,54 @@ class HotPathTest(unittest.TestCase):
         self.assertEqual(state(back), state(tally))
 
 
+class MailTest(unittest.TestCase):
+    """handle.mail(records), the plain events the perf dlfilter kept
+    (mailbox.py), gives what handle gives for the same events as perf's
+    field dicts: frees, duplicates, other kinds, allocs in between."""
+
+    def test_mail_equals_handle(self):
+        rng = random.Random(5)
+        pids = {101: 100, 102: 100}
+        items = []   # ("alloc", fields) or ("mail", record)
+        t = 5 * 10**9
+        for i in range(3000):
+            t += rng.choice((0, 1, 500))   # equal times: duplicates
+            tid = rng.choice((101, 102))
+            r = rng.random()
+            if r < 0.4:
+                items.append(("alloc", alloc_fields(
+                    tid, t, 0x1000 + i, 8 + i % 9, i % 3, CHAINS[i % 3])))
+            else:
+                kind = 1 if r < 0.9 else rng.choice((3, 4, 5, 6, 8, 9))
+                args = [0x1000 + rng.randrange(i + 1), rng.randrange(1, 99),
+                        i % 3, 0, 0, 0, 0, rng.randrange(1 << 64)]
+                items.append(("mail", (t, tid, kind) + tuple(args)))
+
+        def run(use_mail):
+            tally = Tally(0)
+            handle = hotpath.handler(parse.Reader(False, pids), tally)
+            box = []
+            for what, x in items:
+                if what == "mail" and use_mail:
+                    box.append(x)
+                    continue
+                if box:
+                    handle.mail(box, PLAIN)
+                    box = []
+                if what == "mail":
+                    handle(PLAIN, plain_fields(x[2], x[1], x[0], *x[3:]))
+                else:
+                    handle(ALLOC, x)
+            if box:
+                handle.mail(box, PLAIN)
+            handle.flush()
+            return state(tally)
+
+        fast, slow = run(True), run(False)
+        self.assertGreater(slow["duplicate_kinds"]["free"], 0)
+        for name in sorted(set(fast) | set(slow)):
+            self.assertEqual(fast.get(name), slow.get(name), name)
+
+
 if __name__ == "__main__":
     unittest.main()
