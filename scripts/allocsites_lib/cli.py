@@ -1,6 +1,7 @@
 """The allocsites command: record, report, or both in one go. The
 command line is commandline.py's; this module does the work."""
 
+import gc
 import json
 import os
 import signal
@@ -338,6 +339,11 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     128+signal when interrupted."""
     stdout = stdout or sys.stdout
     err = err or sys.stderr
+    # The merge, the sweep and the renderers make millions of small objects
+    # and no cycles worth collecting in a process that ends with the
+    # report; the cyclic GC would keep rescanning the tallies' stacks
+    # (bench/report_throughput.py), as in the workers (allocsites.py).
+    gc.disable()
     opts = options.parse(report_args, prog="allocsites report")
     perf = recorder.find_perf()
     recorder.check_perf_data(data)
