@@ -237,22 +237,25 @@ def handler(reader, tally):
                 # reach the caller, not bring it here a second time.
                 return slow(event_name, fields, sample)
             time = sec * 1000000000 + nsec
-            # Tally.add_fields for a free.
-            if last_get(tid) == time:
-                tally.duplicate_kinds["free"] += 1
-                return time
-            last_time[tid] = time
-            events["free"] += 1
-            received[pid][free_as] += 1
-            frees[0] += 1
-            frees[1] += size
-            if log is not None:
-                pend((time, pid, tid, ptr, size, None))
-                if len(pending) >= FLUSH_EVERY:
-                    flush()
+            add_free(time, pid, tid, ptr, size)
             return time
 
         return slow(event_name, fields, sample)
+
+    def add_free(time, pid, tid, ptr, size):
+        """Tally.add_fields for a free whose values were checked."""
+        if last_get(tid) == time:
+            tally.duplicate_kinds["free"] += 1
+            return
+        last_time[tid] = time
+        events["free"] += 1
+        received[pid][free_as] += 1
+        frees[0] += 1
+        frees[1] += size
+        if log is not None:
+            pend((time, pid, tid, ptr, size, None))
+            if len(pending) >= FLUSH_EVERY:
+                flush()
 
     def mail(records, event_name):
         """The records of the mailbox (mailbox.Mailbox.take: (time, tid,
@@ -262,23 +265,11 @@ def handler(reader, tally):
         path with the field dict perf would have built
         (mailbox.fields_of)."""
         for rec in records:
-            if rec[2] != 1:
+            if rec[2] == 1:
+                time, tid, _kind, ptr, size = rec[:5]
+                add_free(time, pids_get(tid, tid), tid, ptr, size)
+            else:
                 slow(event_name, mailbox.fields_of(rec), None)
-                continue
-            time, tid, _kind, ptr, size = rec[:5]
-            if last_get(tid) == time:
-                tally.duplicate_kinds["free"] += 1
-                continue
-            last_time[tid] = time
-            pid = pids_get(tid, tid)
-            events["free"] += 1
-            received[pid][free_as] += 1
-            frees[0] += 1
-            frees[1] += size
-            if log is not None:
-                pend((time, pid, tid, ptr, size, None))
-                if len(pending) >= FLUSH_EVERY:
-                    flush()
         return len(records)
 
     handle.flush = flush if log is not None else (lambda: None)
