@@ -13,8 +13,7 @@ they agree does the filter buffer the rest.
 import ctypes
 import os
 
-CAP = 4096          # records; allocsites_mailbox.c's MAILBOX_CAP
-WORDS = 11          # time, tid, kind, a..h
+WORDS = 11          # time, tid, kind, a..h: fields_of's record
 VERIFY, ON, OFF = 0, 1, 2
 _FIELDS = ("kind", "a", "b", "c", "d", "e", "f", "g", "h")
 
@@ -35,15 +34,20 @@ def library_path(entry_script, build=None):
 
 class Mailbox:
     """The filter's buffer in this process; OSError if perf did not load
-    the filter at path."""
+    the filter at path, ValueError if its records are not WORDS long."""
 
     def __init__(self, path):
         lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_NOW)
+        # The buffer's size, as the filter was built with it.
+        self.cap, words = (ctypes.c_uint64 * 2).in_dll(
+            lib, "allocsites_mailbox_layout")
+        if words != WORDS:
+            raise ValueError("a mailbox of %d-word records" % words)
         self._n = ctypes.c_uint64.in_dll(lib, "allocsites_mailbox_n")
         self._state = ctypes.c_uint64.in_dll(lib, "allocsites_mailbox_state")
         self._check = (ctypes.c_uint64 * WORDS).in_dll(
             lib, "allocsites_mailbox_check")
-        self._buf = (ctypes.c_uint64 * (CAP * WORDS)).in_dll(
+        self._buf = (ctypes.c_uint64 * (self.cap * WORDS)).in_dll(
             lib, "allocsites_mailbox")
         self.event_name = None   # the plain event's name, from verify()
 

@@ -32,6 +32,8 @@
 
 enum { VERIFY = 0, ON = 1, OFF = 2 };
 
+/* What mailbox.py reads the buffer with: records, and words a record. */
+const uint64_t allocsites_mailbox_layout[2] = {MAILBOX_CAP, MAILBOX_WORDS};
 uint64_t allocsites_mailbox[MAILBOX_CAP * MAILBOX_WORDS];
 uint64_t allocsites_mailbox_n;
 uint64_t allocsites_mailbox_state = VERIFY;

@@ -116,7 +116,7 @@ class MailboxTest(unittest.TestCase):
         # not a plain event
         self.assertEqual(self.fire(b"sdt_rt:sample_9"), 0)
         # the buffer is full: perf hands it over, the handler empties it
-        self.set("allocsites_mailbox_n", mailbox.CAP)
+        self.set("allocsites_mailbox_n", self.box.cap)
         self.assertEqual(self.fire(b"sdt_rt:plain_9"), 0)
         self.set("allocsites_mailbox_n", 0)
         # the sample that completes the worker's count (--dlarg N) is
