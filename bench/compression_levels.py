@@ -28,6 +28,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from compare import machine  # noqa: E402
+from lib.quick import median_range  # noqa: E402
 from lossless_runs import ALLOCSITES, programs  # noqa: E402
 
 SUMMARY = re.compile(r"recorded (\d+) alloc events and (\d+) without a "
@@ -78,8 +79,8 @@ def main():
                     rows[lv].append(once(argv, lv, tmp))
             for lv in levels:
                 per = [r[0] for r in rows[lv]]
-                print("| %s | %d | %.1f (%.1f-%.1f) | %.2f | %s |" % (
-                    name, lv, statistics.median(per), min(per), max(per),
+                print("| %s | %d | %s | %.2f | %s |" % (
+                    name, lv, median_range(per, 1),
                     statistics.median(r[1] for r in rows[lv]),
                     " ".join(str(r[2]) for r in rows[lv])))
             sys.stdout.flush()

@@ -27,7 +27,6 @@ import argparse
 import glob
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from compare import machine  # noqa: E402
 from lib.build import LUA_INCLUDE, LUA_STATIC, build  # noqa: E402
+from lib.quick import median_range  # noqa: E402
 from lossless_runs import ALLOCSITES, programs  # noqa: E402
 
 SUMMARY = re.compile(r"recorded (\d+) (?:alloc|sample) events and (\d+) "
@@ -73,12 +73,6 @@ def once(argv, env, tmp):
     return size / 2**20, size / (int(m.group(1)) + int(m.group(2)))
 
 
-def cell(values, digits):
-    f = "%%.%df" % digits
-    return (f + " (" + f + "-" + f + ")") % (
-        statistics.median(values), min(values), max(values))
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=8)
@@ -108,7 +102,7 @@ def main():
                 mib = [r[0] for r in rows[way]]
                 per = [r[1] for r in rows[way]]
                 print("| %s | %s | %s | %s | %s |" % (
-                    name, way, cell(mib, 1), cell(per, 1),
+                    name, way, median_range(mib, 1), median_range(per, 1),
                     " ".join("%.1f" % m for m in mib)))
 
 
