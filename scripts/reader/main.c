@@ -1,0 +1,238 @@
+/* allocsites-read - reads a perf.data recording of allocsites' probes
+ * and writes, in perf script's order, every tracepoint sample with its
+ * fields and its stack (unwound here from the registers and stack copy
+ * perf record --call-graph dwarf saved, or taken from the kernel's
+ * frame-pointer chain), in the binary stream emit.c describes.
+ *
+ *   allocsites-read FILE            the stream, on stdout
+ *   allocsites-read --text FILE     the same as text, to read or diff
+ *
+ * Exit: 0, or 1 with one line on stderr ("allocsites-read: FILE: ...").
+ * Memory: the maps, the distinct stacks and at most two rounds of perf's
+ * ring buffers (order.c); never the whole file. */
+#include "reader.h"
+
+#include <errno.h>
+#include <libelf.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROT_EXEC_BIT 4
+#define MISC_MMAP_DATA (1u << 13)
+
+struct ctx {
+	struct perffile pf;
+	struct order *order;
+	struct emitter *em;
+	int text;
+	u64 samples, unwound_short, no_stack, records, rounds;
+	size_t peak_queue;
+	u64 pcs[MAX_FRAMES];
+};
+
+static u64 le64(const u8 *p) { u64 v; memcpy(&v, p, 8); return v; }
+static u32 le32(const u8 *p) { u32 v; memcpy(&v, p, 4); return v; }
+
+static u64 field_value(const struct sample *s, const struct field *f)
+{
+	if (f->offset + f->size > s->raw_size)
+		return 0;
+	const u8 *p = s->raw + f->offset;
+	switch (f->size) {
+	case 1: return f->is_signed ? (u64)(int64_t)(int8_t)p[0] : p[0];
+	case 2: { u16 v; memcpy(&v, p, 2);
+		return f->is_signed ? (u64)(int64_t)(int16_t)v : v; }
+	case 4: { u32 v = le32(p);
+		return f->is_signed ? (u64)(int64_t)(int32_t)v : v; }
+	case 8: return le64(p);
+	}
+	return 0;
+}
+
+/* The user part of a kernel callchain (--call-graph fp): the ips after
+ * PERF_CONTEXT_USER, callers moved back into their call instruction as
+ * for an unwound stack. */
+static int user_chain(const struct sample *s, u64 *pcs, int max)
+{
+	int n = 0, user = 0;
+	for (u64 i = 0; i < s->nr_callchain && n < max; i++) {
+		u64 ip = s->callchain[i];
+		if (ip >= PERF_CONTEXT_MAX) {
+			user = ip == (u64)-512;   /* PERF_CONTEXT_USER */
+			continue;
+		}
+		if (user) {
+			pcs[n] = n ? ip - 1 : ip;
+			n++;
+		}
+	}
+	return n;
+}
+
+static void text_event(struct ctx *c, const struct sample *s, int n,
+		       const u64 *args, int nargs)
+{
+	const struct attr *at = s->attr;
+	printf("%u/%u %llu.%09llu %s:", s->pid, s->tid,
+	       (unsigned long long)(s->time / 1000000000),
+	       (unsigned long long)(s->time % 1000000000), at->name);
+	for (int i = 0; i < nargs; i++)
+		printf(" %s=%#llx", at->fmt->fields[i].name,
+		       (unsigned long long)args[i]);
+	printf("\n");
+	struct proc *p = proc_get(s->pid);
+	for (int i = 0; i < n; i++) {
+		const struct map *m = proc_map_at(p, c->pcs[i]);
+		u64 addr = 0, off = 0;
+		const char *sym = NULL;
+		if (m)
+			symbolize_pc(p, c->pcs[i], m, &addr, &sym, &off);
+		printf("\t%llx %s+0x%llx (%s @%#llx)\n",
+		       (unsigned long long)c->pcs[i], sym ? sym : "[unknown]",
+		       (unsigned long long)off, m ? m->path : "[unknown]",
+		       (unsigned long long)addr);
+	}
+}
+
+static int on_sample(struct ctx *c, const u8 *rec, u32 size)
+{
+	struct sample s;
+	if (parse_sample(&c->pf, rec, size, &s) || !s.attr->fmt)
+		return 0;   /* perf script hands a script tracepoints only */
+	c->samples++;
+	struct proc *p = proc_get(s.pid);
+	int n = 0;
+	if (s.regs && s.stack)
+		n = unwind_sample(p, &s, c->pcs, MAX_FRAMES);
+	else if (s.nr_callchain)
+		n = user_chain(&s, c->pcs, MAX_FRAMES);
+	u64 args[MAX_FIELDS];
+	const struct tpformat *fmt = s.attr->fmt;
+	for (int i = 0; i < fmt->nfields; i++)
+		args[i] = field_value(&s, &fmt->fields[i]);
+	if (c->text) {
+		text_event(c, &s, n, args, fmt->nfields);
+		return 0;
+	}
+	u32 stack = n ? emit_stack(c->em, p, c->pcs, n) : 0;
+	emit_event(c->em, s.attr->index, stack, s.pid, s.tid, s.time, args,
+		   fmt->nfields);
+	return 0;
+}
+
+/* perf's machine__process_event, for what the unwinder needs. */
+static int deliver(void *vc, const u8 *rec, u32 size)
+{
+	struct ctx *c = vc;
+	u32 type = le32(rec);
+	u16 misc;
+	memcpy(&misc, rec + 4, 2);
+	switch (type) {
+	case REC_SAMPLE:
+		return on_sample(c, rec, size);
+	case REC_MMAP2:
+		if (size > 72 && (le32(rec + 64) & PROT_EXEC_BIT))
+			proc_mmap(le32(rec + 8), le64(rec + 16),
+				  le64(rec + 24), le64(rec + 32),
+				  (const char *)rec + 72);
+		break;
+	case REC_MMAP:
+		if (size > 40 && !(misc & MISC_MMAP_DATA))
+			proc_mmap(le32(rec + 8), le64(rec + 16),
+				  le64(rec + 24), le64(rec + 32),
+				  (const char *)rec + 40);
+		break;
+	case REC_COMM:
+		if ((misc & MISC_COMM_EXEC) && le32(rec + 8) == le32(rec + 12))
+			proc_exec(le32(rec + 8));
+		break;
+	case REC_FORK:
+		proc_fork(le32(rec + 8), le32(rec + 12));
+		break;
+	}
+	return 0;
+}
+
+static int on_record(void *vc, const u8 *rec, u32 size)
+{
+	struct ctx *c = vc;
+	u32 type = le32(rec);
+	c->records++;
+	if (type == REC_FINISHED_ROUND) {
+		c->rounds++;
+		size_t q = order_bytes(c->order);
+		if (q > c->peak_queue)
+			c->peak_queue = q;
+		return order_round(c->order);
+	}
+	if (type >= 64)        /* perf's own records: not ordered */
+		return 0;
+	u64 time;
+	/* perf delivers a record without a time (or time 0) at once */
+	if (record_time(&c->pf, rec, size, &time) || time == 0 ||
+	    time == (u64)-1)
+		return deliver(c, rec, size);
+	return order_queue(c->order, time, rec, size);
+}
+
+int main(int argc, char **argv)
+{
+	static struct ctx c;
+	const char *path = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--text"))
+			c.text = 1;
+		else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "usage: allocsites-read [--text] FILE\n");
+			return 2;
+		} else
+			path = argv[i];
+	}
+	if (!path) {
+		fprintf(stderr, "usage: allocsites-read [--text] FILE\n");
+		return 2;
+	}
+	signal(SIGPIPE, SIG_DFL);
+	char err[512];
+	elf_version(EV_CURRENT);
+	if (perffile_open(&c.pf, path, err, sizeof(err))) {
+		fprintf(stderr, "allocsites-read: %s\n", err);
+		return 1;
+	}
+	static char outbuf[1 << 16];
+	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
+	c.em = emit_new(stdout);
+	c.order = order_new(deliver, &c);
+	if (!c.text)
+		for (int i = 0; i < c.pf.nattrs; i++)
+			if (c.pf.attrs[i].fmt)
+				emit_event_def(c.em, i, c.pf.attrs[i].name,
+					       c.pf.attrs[i].fmt);
+	int rc = perffile_records(&c.pf, on_record, &c, err, sizeof(err));
+	if (order_flush(c.order))
+		rc = -1;
+	if (!c.text) {
+		char note[512];
+		snprintf(note, sizeof(note),
+			 "samples %llu\nrecords %llu\nrounds %llu\n"
+			 "queue_peak %zu\ntail_cut %llu\n",
+			 (unsigned long long)c.samples,
+			 (unsigned long long)c.records,
+			 (unsigned long long)c.rounds, c.peak_queue,
+			 (unsigned long long)c.pf.tail_cut);
+		emit_text(c.em, 0, note);
+		if (emit_close(c.em) && !rc) {
+			fprintf(stderr, "allocsites-read: cannot write its "
+				"output: %s\n", strerror(errno));
+			return 1;
+		}
+	} else {
+		fflush(stdout);
+	}
+	if (rc) {
+		fprintf(stderr, "allocsites-read: %s\n", err);
+		return 1;
+	}
+	return 0;
+}

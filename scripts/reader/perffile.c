@@ -1,0 +1,470 @@
+/* perffile.c - perf.data as perf record 6.1 writes it: the header, the
+ * attributes with their ids and names, the tracepoint formats, and the
+ * data section's records, PERF_RECORD_COMPRESSED ones streamed through
+ * libzstd. Memory: two fixed buffers, whatever the file's size (perf
+ * script 6.1 keeps every decompressed record until it exits).
+ *
+ * Only the little-endian file format (PERFILE2) is read; pipe-mode
+ * files, big-endian files and other compressors are refused with a
+ * message, and the report then falls back to perf script. */
+#include "reader.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#define FEAT_TRACING_DATA 1
+#define FEAT_EVENT_DESC 12
+#define FEAT_COMPRESSED 27
+#define COMP_ZSTD 1
+
+#define IN_SIZE (1u << 20)
+/* Decompressed records are walked in a buffer this size: a record is at
+ * most 64 KiB (its size is a u16), so one always fits after a partial
+ * one is moved to the front. */
+#define OUT_SIZE (4u << 20)
+
+static int fail(char *err, size_t errlen, const char *fmt, const char *a)
+{
+	snprintf(err, errlen, fmt, a);
+	return -1;
+}
+
+static int read_at(FILE *f, u64 off, void *buf, size_t n)
+{
+	if (fseeko(f, (off_t)off, SEEK_SET) != 0)
+		return -1;
+	return fread(buf, 1, n, f) == n ? 0 : -1;
+}
+
+static u64 le64(const u8 *p) { u64 v; memcpy(&v, p, 8); return v; }
+static u32 le32(const u8 *p) { u32 v; memcpy(&v, p, 4); return v; }
+
+/* The bytes of the sample_id_all trailer a record of this attr carries:
+ * TID, TIME, ID, STREAM_ID, CPU, IDENTIFIER. */
+static int trailer_size(u64 st)
+{
+	int n = 0;
+	if (st & ST_TID) n += 8;
+	if (st & ST_TIME) n += 8;
+	if (st & ST_ID) n += 8;
+	if (st & ST_STREAM_ID) n += 8;
+	if (st & ST_CPU) n += 8;
+	if (st & ST_IDENTIFIER) n += 8;
+	return n;
+}
+
+static void read_event_desc(struct perffile *pf, const u8 *d, u64 size)
+{
+	if (size < 8)
+		return;
+	u32 nr = le32(d), sz = le32(d + 4);
+	u64 pos = 8;
+	for (u32 i = 0; i < nr; i++) {
+		if (pos + sz + 8 > size)
+			return;
+		pos += sz;
+		u32 nids = le32(d + pos), slen = le32(d + pos + 4);
+		pos += 8;
+		if (pos + slen + 8ull * nids > size)
+			return;
+		char name[256];
+		size_t n = slen < sizeof(name) - 1 ? slen : sizeof(name) - 1;
+		memcpy(name, d + pos, n);
+		name[n] = 0;
+		pos += slen;
+		for (u32 k = 0; k < nids; k++) {
+			u64 id = le64(d + pos + 8ull * k);
+			for (int a = 0; a < pf->nattrs; a++)
+				for (size_t j = 0; j < pf->attrs[a].nids; j++)
+					if (pf->attrs[a].ids[j] == id)
+						strcpy(pf->attrs[a].name, name);
+		}
+		pos += 8ull * nids;
+	}
+}
+
+static int read_features(struct perffile *pf, u64 bits[4], u64 file_size,
+			 char *err, size_t errlen)
+{
+	u64 pos = pf->data_offset + pf->data_size;
+	for (int feat = 0; feat < 256; feat++) {
+		if (!(bits[feat / 64] >> (feat % 64) & 1))
+			continue;
+		u8 sec[16];
+		if (pos + 16 > file_size || read_at(pf->f, pos, sec, 16))
+			return fail(err, errlen, "%s: file is truncated: feature "
+				    "table past the end", pf->path);
+		pos += 16;
+		u64 off = le64(sec), size = le64(sec + 8);
+		if (feat != FEAT_TRACING_DATA && feat != FEAT_EVENT_DESC &&
+		    feat != FEAT_COMPRESSED)
+			continue;
+		if (off + size > file_size || size > (1u << 30))
+			return fail(err, errlen, "%s: a feature section lies "
+				    "outside the file", pf->path);
+		u8 *d = malloc(size ? size : 1);
+		if (!d || read_at(pf->f, off, d, size)) {
+			free(d);
+			return fail(err, errlen, "%s: cannot read its feature "
+				    "sections", pf->path);
+		}
+		if (feat == FEAT_TRACING_DATA)
+			pf->formats = tracefmt_parse(d, size);
+		else if (feat == FEAT_EVENT_DESC)
+			read_event_desc(pf, d, size);
+		else if (size >= 8) {
+			/* u32 version, u32 type, u32 level, ratio, mmap_len */
+			if (le32(d + 4) != COMP_ZSTD) {
+				free(d);
+				return fail(err, errlen, "%s: compressed with "
+					    "something other than zstd",
+					    pf->path);
+			}
+			pf->compressed = 1;
+		}
+		free(d);
+	}
+	return 0;
+}
+
+int perffile_open(struct perffile *pf, const char *path, char *err,
+		  size_t errlen)
+{
+	memset(pf, 0, sizeof(*pf));
+	pf->path = path;
+	pf->f = fopen(path, "rb");
+	if (!pf->f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	fseeko(pf->f, 0, SEEK_END);
+	u64 file_size = (u64)ftello(pf->f);
+	u8 h[104];
+	if (file_size < sizeof(h) || read_at(pf->f, 0, h, sizeof(h)))
+		return fail(err, errlen, "%s: too short for a perf.data "
+			    "header", path);
+	if (memcmp(h, "PERFILE2", 8) != 0)
+		return fail(err, errlen, "%s: not a little-endian perf.data "
+			    "file", path);
+	if (le64(h + 8) != 104)
+		return fail(err, errlen, "%s: pipe-mode perf.data (read it "
+			    "with perf script)", path);
+	u64 attr_size = le64(h + 16), attrs_off = le64(h + 24),
+	    attrs_size = le64(h + 32);
+	pf->data_offset = le64(h + 40);
+	pf->data_size = le64(h + 48);
+	u64 bits[4];
+	memcpy(bits, h + 72, 32);
+	if (pf->data_size == 0)
+		return fail(err, errlen, "%s: the header has no data size: perf "
+			    "did not finish writing it", path);
+	if (pf->data_offset + pf->data_size > file_size ||
+	    attrs_off + attrs_size > file_size)
+		return fail(err, errlen, "%s: file is truncated", path);
+	if (attr_size <= 16 + 96 || attrs_size % attr_size ||
+	    attrs_size / attr_size > 4096)
+		return fail(err, errlen, "%s: bad attribute table", path);
+	pf->nattrs = (int)(attrs_size / attr_size);
+	pf->attrs = calloc(pf->nattrs, sizeof(*pf->attrs));
+	u8 *a = malloc(attr_size);
+	for (int i = 0; i < pf->nattrs; i++) {
+		struct attr *at = &pf->attrs[i];
+		if (read_at(pf->f, attrs_off + i * attr_size, a, attr_size)) {
+			free(a);
+			return fail(err, errlen, "%s: cannot read attributes",
+				    path);
+		}
+		at->index = i;
+		at->type = le32(a);
+		at->config = le64(a + 8);
+		at->sample_type = le64(a + 24);
+		at->sample_id_all = (le64(a + 40) >> 18) & 1;
+		at->regs_mask = le64(a + 80);
+		at->stack_user = le32(a + 88);
+		at->trailer = at->sample_id_all ?
+			trailer_size(at->sample_type) : 0;
+		u64 ids_off = le64(a + attr_size - 16),
+		    ids_size = le64(a + attr_size - 8);
+		if (ids_off + ids_size > file_size || ids_size % 8) {
+			free(a);
+			return fail(err, errlen, "%s: attribute ids outside "
+				    "the file", path);
+		}
+		at->nids = ids_size / 8;
+		at->ids = calloc(at->nids ? at->nids : 1, 8);
+		if (at->nids && read_at(pf->f, ids_off, at->ids, ids_size)) {
+			free(a);
+			return fail(err, errlen, "%s: cannot read attribute "
+				    "ids", path);
+		}
+		if (at->sample_type & (ST_READ | ST_BRANCH_STACK)) {
+			free(a);
+			return fail(err, errlen, "%s: samples carry read "
+				    "values or branch stacks (not recorded by "
+				    "allocsites)", path);
+		}
+	}
+	free(a);
+	if (read_features(pf, bits, file_size, err, errlen))
+		return -1;
+	for (int i = 0; i < pf->nattrs; i++) {
+		struct attr *at = &pf->attrs[i];
+		if (at->type != PERF_TYPE_TRACEPOINT)
+			continue;
+		for (const struct tpformat *t = pf->formats; t; t = t->next)
+			if (t->id == at->config)
+				at->fmt = t;
+	}
+	return 0;
+}
+
+const struct attr *perffile_attr_by_id(const struct perffile *pf, u64 id)
+{
+	for (int a = 0; a < pf->nattrs; a++)
+		for (size_t j = 0; j < pf->attrs[a].nids; j++)
+			if (pf->attrs[a].ids[j] == id)
+				return &pf->attrs[a];
+	return NULL;
+}
+
+/* perf's evlist__id2evsel: the only attr, or the one whose id the record
+ * carries (first u64 of a sample, last of a trailer). */
+const struct attr *perffile_attr_of(const struct perffile *pf, const u8 *rec,
+				    u32 size)
+{
+	if (pf->nattrs == 1)
+		return &pf->attrs[0];
+	const struct attr *first = &pf->attrs[0];
+	if (!(first->sample_type & ST_IDENTIFIER))
+		return first;
+	u16 type;
+	memcpy(&type, rec, 2);
+	u64 id;
+	if (type == REC_SAMPLE) {
+		if (size < 16)
+			return NULL;
+		id = le64(rec + 8);
+	} else {
+		if (!first->sample_id_all || size < 16)
+			return first;
+		id = le64(rec + size - 8);
+	}
+	if (id == 0)
+		return first;
+	static u64 last_id;
+	static const struct attr *last_attr;
+	if (last_attr && id == last_id)
+		return last_attr;
+	const struct attr *at = perffile_attr_by_id(pf, id);
+	if (at) {
+		last_id = id;
+		last_attr = at;
+	}
+	return at;
+}
+
+int record_time(const struct perffile *pf, const u8 *rec, u32 size, u64 *time)
+{
+	u16 type;
+	memcpy(&type, rec, 2);
+	const struct attr *at = perffile_attr_of(pf, rec, size);
+	if (!at || !(at->sample_type & ST_TIME))
+		return -1;
+	if (type == REC_SAMPLE) {
+		u32 pos = 8;
+		if (at->sample_type & ST_IDENTIFIER) pos += 8;
+		if (at->sample_type & ST_IP) pos += 8;
+		if (at->sample_type & ST_TID) pos += 8;
+		if (pos + 8 > size)
+			return -1;
+		*time = le64(rec + pos);
+		return 0;
+	}
+	if (!at->sample_id_all || (u32)at->trailer + 8 > size)
+		return -1;
+	u32 pos = size - at->trailer;
+	if (at->sample_type & ST_TID) pos += 8;
+	*time = le64(rec + pos);
+	return 0;
+}
+
+int parse_sample(const struct perffile *pf, const u8 *rec, u32 size,
+		 struct sample *s)
+{
+	memset(s, 0, sizeof(*s));
+	const struct attr *at = perffile_attr_of(pf, rec, size);
+	if (!at)
+		return -1;
+	s->attr = at;
+	u64 st = at->sample_type;
+	u32 pos = 8, end = size;
+#define NEED(n) do { if (pos + (n) > end) return -1; } while (0)
+	if (st & ST_IDENTIFIER) { NEED(8); pos += 8; }
+	if (st & ST_IP) { NEED(8); s->ip = le64(rec + pos); pos += 8; }
+	if (st & ST_TID) {
+		NEED(8);
+		s->pid = le32(rec + pos);
+		s->tid = le32(rec + pos + 4);
+		pos += 8;
+	}
+	if (st & ST_TIME) { NEED(8); s->time = le64(rec + pos); pos += 8; }
+	if (st & ST_ADDR) { NEED(8); pos += 8; }
+	if (st & ST_ID) { NEED(8); pos += 8; }
+	if (st & ST_STREAM_ID) { NEED(8); pos += 8; }
+	if (st & ST_CPU) { NEED(8); pos += 8; }
+	if (st & ST_PERIOD) { NEED(8); pos += 8; }
+	if (st & ST_CALLCHAIN) {
+		NEED(8);
+		u64 nr = le64(rec + pos);
+		pos += 8;
+		if (nr > (end - pos) / 8)
+			return -1;
+		s->callchain = (const u64 *)(rec + pos);
+		s->nr_callchain = nr;
+		pos += 8 * nr;
+	}
+	if (st & ST_RAW) {
+		NEED(4);
+		s->raw_size = le32(rec + pos);
+		pos += 4;
+		NEED(s->raw_size);
+		s->raw = rec + pos;
+		pos += s->raw_size;
+	}
+	if (st & ST_REGS_USER) {
+		NEED(8);
+		s->regs_abi = le64(rec + pos);
+		pos += 8;
+		if (s->regs_abi) {
+			u32 n = (u32)__builtin_popcountll(at->regs_mask);
+			NEED(8 * n);
+			s->regs = (const u64 *)(rec + pos);
+			pos += 8 * n;
+		}
+	}
+	if (st & ST_STACK_USER) {
+		NEED(8);
+		u64 sz = le64(rec + pos);
+		pos += 8;
+		if (sz) {
+			NEED(sz + 8);
+			s->stack = rec + pos;
+			u64 dyn = le64(rec + pos + sz);
+			s->stack_size = dyn < sz ? dyn : sz;
+			pos += (u32)sz + 8;
+		}
+	}
+#undef NEED
+	return 0;
+}
+
+/* Walks records in buf[0, n); returns the bytes consumed (whole records),
+ * or -1 after a record too small to be one. */
+static long walk(struct perffile *pf, const u8 *buf, size_t n,
+		 record_fn fn, void *ctx, ZSTD_DCtx *dctx, u8 *out,
+		 size_t *out_fill, int nested, char *err, size_t errlen);
+
+static int decompress(struct perffile *pf, const u8 *src, size_t n,
+		      ZSTD_DCtx *dctx, u8 *out, size_t *fill, record_fn fn,
+		      void *ctx, char *err, size_t errlen)
+{
+	ZSTD_inBuffer in = { src, n, 0 };
+	while (in.pos < in.size) {
+		ZSTD_outBuffer o = { out, OUT_SIZE, *fill };
+		size_t r = ZSTD_decompressStream(dctx, &o, &in);
+		if (ZSTD_isError(r))
+			return fail(err, errlen, "%s: a compressed record does "
+				    "not decompress (the file is damaged)",
+				    pf->path);
+		*fill = o.pos;
+		long used = walk(pf, out, *fill, fn, ctx, NULL, NULL, NULL, 1,
+				 err, errlen);
+		if (used < 0)
+			return -1;
+		memmove(out, out + used, *fill - (size_t)used);
+		*fill -= (size_t)used;
+		if (o.pos == o.size && used == 0)
+			return fail(err, errlen, "%s: a decompressed record "
+				    "is larger than any perf writes", pf->path);
+	}
+	return 0;
+}
+
+static long walk(struct perffile *pf, const u8 *buf, size_t n,
+		 record_fn fn, void *ctx, ZSTD_DCtx *dctx, u8 *out,
+		 size_t *out_fill, int nested, char *err, size_t errlen)
+{
+	size_t pos = 0;
+	while (pos + 8 <= n) {
+		u32 type = le32(buf + pos);
+		u16 size;
+		memcpy(&size, buf + pos + 6, 2);
+		if (size < 8) {
+			snprintf(err, errlen, "%s: a record of size %u: the "
+				 "file is damaged", pf->path, size);
+			return -1;
+		}
+		if (pos + size > n)
+			break;
+		if (type == REC_COMPRESSED && !nested) {
+			if (decompress(pf, buf + pos + 8, size - 8u, dctx, out,
+				       out_fill, fn, ctx, err, errlen))
+				return -1;
+		} else {
+			if (fn(ctx, buf + pos, size) < 0)
+				return -1;
+		}
+		pos += size;
+	}
+	return (long)pos;
+}
+
+int perffile_records(struct perffile *pf, record_fn fn, void *ctx,
+		     char *err, size_t errlen)
+{
+	u8 *in = malloc(IN_SIZE), *out = malloc(OUT_SIZE);
+	ZSTD_DCtx *dctx = ZSTD_createDCtx();
+	size_t fill = 0, out_fill = 0;
+	u64 left = pf->data_size;
+	int rc = 0;
+	if (!in || !out || !dctx || fseeko(pf->f, (off_t)pf->data_offset,
+					   SEEK_SET)) {
+		rc = fail(err, errlen, "%s: cannot read its data", pf->path);
+		goto done;
+	}
+	while (left || fill) {
+		size_t want = IN_SIZE - fill;
+		if (want > left)
+			want = (size_t)left;
+		if (want) {
+			size_t got = fread(in + fill, 1, want, pf->f);
+			if (got != want) {
+				rc = fail(err, errlen, "%s: read error or file "
+					  "cut short", pf->path);
+				goto done;
+			}
+			fill += got;
+			left -= got;
+		}
+		long used = walk(pf, in, fill, fn, ctx, dctx, out, &out_fill,
+				 0, err, errlen);
+		if (used < 0) {
+			rc = -1;
+			goto done;
+		}
+		if (used == 0 && (left == 0 || fill == IN_SIZE)) {
+			/* a last record cut short (perf -z at a hard stop) */
+			pf->tail_cut = fill;
+			break;
+		}
+		memmove(in, in + used, fill - (size_t)used);
+		fill -= (size_t)used;
+	}
+done:
+	ZSTD_freeDCtx(dctx);
+	free(in);
+	free(out);
+	return rc;
+}

@@ -1,0 +1,158 @@
+/* procs.c - the processes of a recording and what each has mapped
+ * executable, from MMAP2 / MMAP, FORK, COMM (exec) records. A new
+ * mapping replaces whatever it overlaps, as the kernel's does (and
+ * perf's maps__fixup_overlappings). Paths are interned: one copy each. */
+#include "reader.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct proc {
+	u32 pid;
+	struct map *maps;       /* sorted by start, not overlapping */
+	size_t n, cap;
+	unsigned generation;    /* bumped when the maps change */
+	void *unwind;           /* unwind.c's state for this process */
+	struct proc *next;
+};
+
+#define NBUCKETS 4096
+static struct proc *buckets[NBUCKETS];
+
+struct path { struct path *next; char s[]; };
+static struct path *paths[NBUCKETS];
+
+static unsigned hash_str(const char *s)
+{
+	unsigned h = 5381;
+	while (*s)
+		h = h * 33 + (unsigned char)*s++;
+	return h;
+}
+
+static const char *intern(const char *s)
+{
+	unsigned b = hash_str(s) % NBUCKETS;
+	for (struct path *p = paths[b]; p; p = p->next)
+		if (!strcmp(p->s, s))
+			return p->s;
+	size_t n = strlen(s);
+	struct path *p = malloc(sizeof(*p) + n + 1);
+	memcpy(p->s, s, n + 1);
+	p->next = paths[b];
+	paths[b] = p;
+	return p->s;
+}
+
+struct proc *proc_find(u32 pid)
+{
+	for (struct proc *p = buckets[pid % NBUCKETS]; p; p = p->next)
+		if (p->pid == pid)
+			return p;
+	return NULL;
+}
+
+struct proc *proc_get(u32 pid)
+{
+	struct proc *p = proc_find(pid);
+	if (p)
+		return p;
+	p = calloc(1, sizeof(*p));
+	p->pid = pid;
+	p->next = buckets[pid % NBUCKETS];
+	buckets[pid % NBUCKETS] = p;
+	return p;
+}
+
+static void insert_at(struct proc *p, size_t i, struct map m)
+{
+	if (p->n == p->cap) {
+		p->cap = p->cap ? p->cap * 2 : 32;
+		p->maps = realloc(p->maps, p->cap * sizeof(*p->maps));
+	}
+	memmove(p->maps + i + 1, p->maps + i, (p->n - i) * sizeof(*p->maps));
+	p->maps[i] = m;
+	p->n++;
+}
+
+void proc_mmap(u32 pid, u64 start, u64 len, u64 pgoff, const char *path)
+{
+	struct proc *p = proc_get(pid);
+	u64 end = start + len;
+	/* cut what the new mapping overlaps */
+	for (size_t i = 0; i < p->n;) {
+		struct map *m = &p->maps[i];
+		if (m->end <= start || m->start >= end) {
+			i++;
+			continue;
+		}
+		struct map left = *m, right = *m;
+		int keep_left = m->start < start, keep_right = m->end > end;
+		memmove(p->maps + i, p->maps + i + 1,
+			(p->n - i - 1) * sizeof(*p->maps));
+		p->n--;
+		if (keep_right) {
+			right.pgoff += end - right.start;
+			right.start = end;
+			insert_at(p, i, right);
+		}
+		if (keep_left) {
+			left.end = start;
+			insert_at(p, i, left);
+			i++;
+		}
+		if (keep_right)
+			i++;
+	}
+	size_t i = 0;
+	while (i < p->n && p->maps[i].start < start)
+		i++;
+	struct map m = { start, end, pgoff, intern(path) };
+	insert_at(p, i, m);
+	p->generation++;
+}
+
+void proc_fork(u32 pid, u32 ppid)
+{
+	if (pid == ppid)
+		return;         /* a new thread */
+	struct proc *parent = proc_find(ppid), *child = proc_get(pid);
+	child->n = 0;
+	child->generation++;
+	if (!parent)
+		return;
+	for (size_t i = 0; i < parent->n; i++)
+		insert_at(child, child->n, parent->maps[i]);
+}
+
+void proc_exec(u32 pid)
+{
+	struct proc *p = proc_get(pid);
+	p->n = 0;
+	p->generation++;
+}
+
+const struct map *proc_map_at(struct proc *p, u64 addr)
+{
+	size_t lo = 0, hi = p->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (p->maps[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < p->n && p->maps[lo].start <= addr && addr < p->maps[lo].end)
+		return &p->maps[lo];
+	return NULL;
+}
+
+u32 proc_pid(const struct proc *p) { return p->pid; }
+unsigned proc_generation(const struct proc *p) { return p->generation; }
+void **proc_unwind_slot(struct proc *p) { return &p->unwind; }
+
+const struct map *proc_maps(const struct proc *p, size_t *n)
+{
+	*n = p->n;
+	return p->maps;
+}

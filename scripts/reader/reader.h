@@ -1,0 +1,187 @@
+/* reader.h - the native perf.data reader's shared types (allocsites-read).
+ *
+ * The reader is a pipeline of small stages, one file each:
+ *   perffile.c  the file: header, attributes, features, records streamed
+ *               through libzstd (PERF_RECORD_COMPRESSED)
+ *   tracefmt.c  the tracepoint formats (feature TRACING_DATA): field
+ *               names, offsets, sizes, signedness
+ *   order.c     perf's ordered-events rule (FINISHED_ROUND), so events
+ *               come out in the order perf script hands them over
+ *   procs.c     processes and their executable mappings (MMAP2, FORK,
+ *               COMM exec, EXIT)
+ *   unwind.c    each sample's registers and stack copy unwound with
+ *               elfutils' libdw, one Dwfl per process
+ *   emit.c      the binary stream the Python side reads (native.py)
+ *   main.c      wires them together
+ */
+#ifndef ALLOCSITES_READER_H
+#define ALLOCSITES_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef uint64_t u64;
+typedef uint32_t u32;
+typedef uint16_t u16;
+typedef uint8_t u8;
+
+/* perf_event.h values this reader needs (kept here: the reader must not
+ * depend on kernel headers' vintage). */
+enum {
+	REC_MMAP = 1, REC_LOST = 2, REC_COMM = 3, REC_EXIT = 4,
+	REC_FORK = 7, REC_SAMPLE = 9, REC_MMAP2 = 10, REC_LOST_SAMPLES = 13,
+	REC_FINISHED_ROUND = 68, REC_COMPRESSED = 81,
+};
+#define MISC_COMM_EXEC (1u << 13)
+
+#define ST_IP (1ull << 0)
+#define ST_TID (1ull << 1)
+#define ST_TIME (1ull << 2)
+#define ST_ADDR (1ull << 3)
+#define ST_READ (1ull << 4)
+#define ST_CALLCHAIN (1ull << 5)
+#define ST_ID (1ull << 6)
+#define ST_CPU (1ull << 7)
+#define ST_PERIOD (1ull << 8)
+#define ST_STREAM_ID (1ull << 9)
+#define ST_RAW (1ull << 10)
+#define ST_BRANCH_STACK (1ull << 11)
+#define ST_REGS_USER (1ull << 12)
+#define ST_STACK_USER (1ull << 13)
+#define ST_IDENTIFIER (1ull << 16)
+
+#define PERF_TYPE_TRACEPOINT 2
+#define PERF_CONTEXT_MAX ((u64)-4095)
+
+#define MAX_FIELDS 12          /* tracepoint fields passed on per event */
+#define MAX_FRAMES 512         /* perf's default max stack is 127; more */
+
+struct field {
+	char name[64];
+	u32 offset, size;
+	int is_signed;
+};
+
+struct tpformat {
+	u64 id;                 /* the tracepoint id (attr.config) */
+	char name[128];
+	struct field fields[MAX_FIELDS];   /* the non-common ones, in order */
+	int nfields;
+	struct tpformat *next;
+};
+
+struct attr {
+	u32 type;
+	u64 config;
+	u64 sample_type;
+	int sample_id_all;
+	u64 regs_mask;          /* sample_regs_user */
+	u32 stack_user;         /* sample_stack_user */
+	u64 *ids;
+	size_t nids;
+	char name[256];         /* "sdt_rt:alloc_2467", from EVENT_DESC */
+	const struct tpformat *fmt;
+	int index;              /* this attr's place in the file */
+	int trailer;            /* bytes of the sample_id_all trailer */
+};
+
+struct perffile {
+	FILE *f;
+	const char *path;
+	u64 data_offset, data_size;
+	struct attr *attrs;
+	int nattrs;
+	struct tpformat *formats;
+	int compressed;         /* FEAT_COMPRESSED said zstd */
+	u64 tail_cut;           /* bytes of a last record cut short */
+};
+
+/* A sample's fields, pointing into the record's bytes. */
+struct sample {
+	const struct attr *attr;
+	u32 pid, tid;
+	u64 time;
+	u64 ip;
+	const u64 *callchain;
+	u64 nr_callchain;
+	const u8 *raw;
+	u32 raw_size;
+	u64 regs_abi;
+	const u64 *regs;        /* in mask order */
+	const u8 *stack;
+	u64 stack_size;         /* bytes copied (dyn_size) */
+};
+
+/* perffile.c */
+int perffile_open(struct perffile *pf, const char *path, char *err,
+		  size_t errlen);
+typedef int (*record_fn)(void *ctx, const u8 *rec, u32 size);
+/* Calls fn for every record of the data section, compressed ones
+ * decompressed in place of their container. Returns 0, or -1 with err. */
+int perffile_records(struct perffile *pf, record_fn fn, void *ctx,
+		     char *err, size_t errlen);
+const struct attr *perffile_attr_by_id(const struct perffile *pf, u64 id);
+/* The attr of any record (by its IDENTIFIER), or NULL. */
+const struct attr *perffile_attr_of(const struct perffile *pf, const u8 *rec,
+				    u32 size);
+/* The time of a record (sample or sample_id_all trailer); 0 without. */
+int record_time(const struct perffile *pf, const u8 *rec, u32 size,
+		u64 *time);
+int parse_sample(const struct perffile *pf, const u8 *rec, u32 size,
+		 struct sample *s);
+
+/* tracefmt.c */
+struct tpformat *tracefmt_parse(const u8 *data, size_t size);
+
+/* order.c: perf's ordered events. */
+struct order;
+typedef int (*deliver_fn)(void *ctx, const u8 *rec, u32 size);
+struct order *order_new(deliver_fn fn, void *ctx);
+int order_queue(struct order *o, u64 time, const u8 *rec, u32 size);
+int order_round(struct order *o);     /* FINISHED_ROUND */
+int order_flush(struct order *o);     /* the end */
+size_t order_bytes(const struct order *o);
+void order_free(struct order *o);
+
+/* procs.c */
+struct map {
+	u64 start, end, pgoff;
+	const char *path;       /* interned: one copy per distinct path */
+};
+struct proc;
+struct proc *proc_get(u32 pid);           /* created when missing */
+struct proc *proc_find(u32 pid);
+void proc_mmap(u32 pid, u64 start, u64 len, u64 pgoff, const char *path);
+void proc_fork(u32 pid, u32 ppid);
+void proc_exec(u32 pid);
+const struct map *proc_map_at(struct proc *p, u64 addr);
+u32 proc_pid(const struct proc *p);
+unsigned proc_generation(const struct proc *p);
+void **proc_unwind_slot(struct proc *p);
+const struct map *proc_maps(const struct proc *p, size_t *n);
+
+/* unwind.c: the frames of one sample, leaf first, callers' pcs moved
+ * back into the call instruction (as perf does). Returns the count. */
+struct frame_out {
+	u64 pc;
+};
+int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs,
+		  int max);
+/* perf's (addr, symbol, offset) of a pc in a map. */
+int symbolize_pc(struct proc *p, u64 pc, const struct map *m, u64 *addr,
+		 const char **sym, u64 *off);
+
+/* emit.c */
+struct emitter;
+struct emitter *emit_new(FILE *out);
+void emit_event_def(struct emitter *e, int id, const char *name,
+		    const struct tpformat *fmt);
+/* Interns a stack (frames already resolved) and returns its id. */
+u32 emit_stack(struct emitter *e, struct proc *p, const u64 *pcs, int n);
+void emit_event(struct emitter *e, int def, u32 stack, u32 pid, u32 tid,
+		u64 time, const u64 *args, int nargs);
+void emit_text(struct emitter *e, int type, const char *text);
+int emit_close(struct emitter *e);
+
+#endif

@@ -1,0 +1,294 @@
+/* unwind.c - a sample's user registers and stack copy unwound with
+ * elfutils' libdw (the same library perf's unwind-libdw.c uses), and a
+ * pc's place in its file as perf script names it.
+ *
+ * perf creates a Dwfl for every sample, which is much of its cost per
+ * event. Here each process keeps one Dwfl for the whole recording: its
+ * modules are reported again only when the process's mappings changed
+ * (dwfl_report_begin keeps the modules reported again unchanged, with
+ * their parsed CFI), and the thread callbacks read the sample currently
+ * being unwound.
+ *
+ * Caller frames' pcs are moved back into the call instruction (pc - 1)
+ * as perf does (libunwind-local.c and unwind-libdw.c both, after
+ * dwfl_frame_pc's isactivation), so that lines name the call. */
+#include "reader.h"
+
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* perf's x86_64 register numbers (arch/x86/include/uapi/asm/perf_regs.h)
+ * in DWARF order: rax rdx rcx rbx rsi rdi rbp rsp r8-r15, then rip. */
+static const int dwarf_to_perf[17] = {
+	0, 3, 2, 1, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23, 8
+};
+#define PERF_REG_SP 7
+
+/* perf script's unwinding depth (PERF_MAX_STACK_DEPTH). */
+#define PERF_MAX_STACK 127
+
+struct unw {
+	Dwfl *dwfl;
+	unsigned generation;    /* of the maps last reported */
+	int attached;
+	struct proc *proc;
+	const struct sample *s;
+	u64 *pcs;
+	int n, max;
+};
+
+/* What a file's program headers say, once per path. */
+struct elfinfo {
+	const char *path;       /* interned by procs.c: compared by pointer */
+	int ok, type;
+	int nloads;
+	struct { u64 off, vaddr, filesz, align; } loads[16];
+	struct elfinfo *next;
+};
+static struct elfinfo *elfinfos[1024];
+
+static const struct elfinfo *elfinfo(const char *path)
+{
+	unsigned b = (unsigned)(((uintptr_t)path >> 4) % 1024);
+	for (struct elfinfo *e = elfinfos[b]; e; e = e->next)
+		if (e->path == path)
+			return e;
+	struct elfinfo *e = calloc(1, sizeof(*e));
+	e->path = path;
+	e->next = elfinfos[b];
+	elfinfos[b] = e;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return e;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	GElf_Ehdr eh;
+	size_t phnum;
+	if (elf && gelf_getehdr(elf, &eh) && !elf_getphdrnum(elf, &phnum)) {
+		e->ok = 1;
+		e->type = eh.e_type;
+		for (size_t i = 0; i < phnum && e->nloads < 16; i++) {
+			GElf_Phdr ph;
+			if (!gelf_getphdr(elf, (int)i, &ph) ||
+			    ph.p_type != PT_LOAD)
+				continue;
+			e->loads[e->nloads].off = ph.p_offset;
+			e->loads[e->nloads].vaddr = ph.p_vaddr;
+			e->loads[e->nloads].filesz = ph.p_filesz;
+			e->loads[e->nloads].align = ph.p_align ? ph.p_align : 1;
+			e->nloads++;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return e;
+}
+
+/* The load bias of a mapping: where the file's vaddr 0 lies, from the
+ * PT_LOAD whose page the mapping starts at (not start - pgoff, which is
+ * wrong where a segment's vaddr and offset differ, as lld lays out). */
+static int map_bias(const struct map *m, u64 *bias)
+{
+	const struct elfinfo *e = elfinfo(m->path);
+	if (!e->ok)
+		return -1;
+	if (e->type == ET_EXEC) {
+		*bias = 0;
+		return 0;
+	}
+	for (int i = 0; i < e->nloads; i++) {
+		u64 page = e->loads[i].off & ~(u64)0xfff;
+		if (page == m->pgoff) {
+			*bias = m->start - (e->loads[i].vaddr & ~(u64)0xfff);
+			return 0;
+		}
+	}
+	*bias = m->start - m->pgoff;
+	return 0;
+}
+
+static const Dwfl_Callbacks offline_callbacks = {
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
+{
+	(void)dwfl;
+	struct unw *u = arg;
+	if (*thread_argp)
+		return 0;
+	*thread_argp = u;
+	return (pid_t)u->s->tid;
+}
+
+static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
+{
+	(void)dwfl;
+	(void)tid;
+	*thread_argp = arg;
+	return true;
+}
+
+static int reg_pos(const struct sample *s, int perf_reg)
+{
+	u64 mask = s->attr->regs_mask;
+	if (!(mask >> perf_reg & 1))
+		return -1;
+	return __builtin_popcountll(mask & ((1ull << perf_reg) - 1));
+}
+
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
+			void *arg)
+{
+	(void)dwfl;
+	struct unw *u = arg;
+	const struct sample *s = u->s;
+	int sp = reg_pos(s, PERF_REG_SP);
+	if (sp < 0 || !s->stack)
+		return false;
+	u64 start = s->regs[sp];
+	if (addr < start || addr + sizeof(Dwarf_Word) > start + s->stack_size)
+		return false;
+	memcpy(result, s->stack + (addr - start), sizeof(*result));
+	return true;
+}
+
+static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	struct unw *u = arg;
+	Dwarf_Word regs[17];
+	for (int i = 0; i < 17; i++) {
+		int pos = reg_pos(u->s, dwarf_to_perf[i]);
+		if (pos < 0)
+			return false;
+		regs[i] = u->s->regs[pos];
+	}
+	return dwfl_thread_state_registers(thread, 0, 17, regs);
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = next_thread,
+	.get_thread = get_thread,
+	.memory_read = memory_read,
+	.set_initial_registers = set_initial_registers,
+};
+
+static void report_maps(struct unw *u)
+{
+	size_t n;
+	const struct map *maps = proc_maps(u->proc, &n);
+	dwfl_report_begin(u->dwfl);
+	for (size_t i = 0; i < n; i++) {
+		u64 bias;
+		if (maps[i].path[0] != '/' || map_bias(&maps[i], &bias))
+			continue;
+		/* one module per file and bias: a file's several exec
+		 * mappings are one module */
+		int seen = 0;
+		for (size_t j = 0; j < i && !seen; j++) {
+			u64 b2;
+			seen = maps[j].path == maps[i].path &&
+				!map_bias(&maps[j], &b2) && b2 == bias;
+		}
+		if (!seen)
+			dwfl_report_elf(u->dwfl, maps[i].path, maps[i].path,
+					-1, bias, true);
+	}
+	dwfl_report_end(u->dwfl, NULL, NULL);
+	u->generation = proc_generation(u->proc);
+}
+
+static struct unw *unw_of(struct proc *p)
+{
+	void **slot = proc_unwind_slot(p);
+	struct unw *u = *slot;
+	if (!u) {
+		u = calloc(1, sizeof(*u));
+		u->proc = p;
+		u->dwfl = dwfl_begin(&offline_callbacks);
+		u->generation = proc_generation(p) - 1;
+		*slot = u;
+	}
+	if (u->generation != proc_generation(p))
+		report_maps(u);
+	return u;
+}
+
+static int frame_cb(Dwfl_Frame *state, void *arg)
+{
+	struct unw *u = arg;
+	Dwarf_Addr pc;
+	bool activation;
+	if (!dwfl_frame_pc(state, &pc, &activation))
+		return DWARF_CB_ABORT;
+	if (!activation)
+		pc--;
+	u->pcs[u->n++] = pc;
+	return u->n >= u->max ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs, int max)
+{
+	if (!s->regs || !s->stack)
+		return 0;
+	struct unw *u = unw_of(p);
+	u->s = s;
+	u->pcs = pcs;
+	u->n = 0;
+	u->max = max < PERF_MAX_STACK ? max : PERF_MAX_STACK;
+	if (!u->attached) {
+		if (!dwfl_attach_state(u->dwfl, NULL, (pid_t)proc_pid(p),
+				       &thread_callbacks, u)) {
+			/* no module yet (libdw takes the machine from the
+			 * first): the leaf alone, as perf gives then */
+			int ip = reg_pos(s, 8);
+			if (ip >= 0)
+				pcs[u->n++] = s->regs[ip];
+			return u->n;
+		}
+		u->attached = 1;
+	}
+	dwfl_getthread_frames(u->dwfl, (pid_t)s->tid, frame_cb, u);
+	return u->n;
+}
+
+int symbolize_pc(struct proc *p, u64 pc, const struct map *m, u64 *addr,
+		 const char **sym, u64 *off)
+{
+	*sym = NULL;
+	*off = 0;
+	const struct elfinfo *e = elfinfo(m->path);
+	if (!e->ok)
+		return -1;
+	u64 fileoff = pc - m->start + m->pgoff;
+	if (e->type == ET_EXEC) {
+		*addr = fileoff;
+	} else {
+		*addr = fileoff;
+		for (int i = 0; i < e->nloads; i++)
+			if (e->loads[i].off <= fileoff &&
+			    fileoff < e->loads[i].off + e->loads[i].filesz) {
+				*addr = fileoff - e->loads[i].off +
+					e->loads[i].vaddr;
+				break;
+			}
+	}
+	struct unw *u = unw_of(p);
+	Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, pc);
+	if (mod) {
+		GElf_Off so;
+		GElf_Sym es;
+		const char *name = dwfl_module_addrinfo(mod, pc, &so, &es,
+							NULL, NULL, NULL);
+		if (name) {
+			*sym = name;
+			*off = so;
+		}
+	}
+	return 0;
+}
