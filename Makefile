@@ -21,7 +21,17 @@ include tests/Makefile.inc
 DLFILTER_H := /usr/include/perf/perf_dlfilter.h
 MAILBOX_SO = $(if $(wildcard $(DLFILTER_H)),$(BUILD)/allocsites_mailbox.so)
 
-all: examples $(TEST_PROGRAMS) $(MAILBOX_SO)
+# The native reader of perf.data (scripts/reader/, allocsites-read): the
+# report's default path; elfutils' libdw unwinds, libzstd decompresses
+# (Debian: libdw-dev, libelf-dev, libzstd-dev, from ci/install-deps.sh).
+READER_SRC := $(wildcard scripts/reader/*.c)
+READER = $(BUILD)/allocsites-read
+
+all: examples $(TEST_PROGRAMS) $(MAILBOX_SO) $(READER)
+
+$(READER): $(READER_SRC) scripts/reader/reader.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -std=gnu11 -Wall -Wextra $(READER_SRC) -o $@ -ldw -lelf -lzstd
 
 $(BUILD)/allocsites_mailbox.so: scripts/dlfilter/allocsites_mailbox.c
 	@mkdir -p $(@D)
@@ -34,7 +44,7 @@ deps:
 # examples and tests are built after deps (gcc) are in place.
 # The previous demo's recording is replaced, not kept as demo.data.old.
 demo: deps
-	@$(MAKE) --no-print-directory $(BUILD)/minicc $(MAILBOX_SO)
+	@$(MAKE) --no-print-directory $(BUILD)/minicc $(MAILBOX_SO) $(READER)
 	@rm -f $(BUILD)/demo.data $(BUILD)/demo.data.old
 	$(PYTHON) scripts/allocsites -o $(BUILD)/demo.data --timeline $(BUILD)/demo-timeline.svg -- $(BUILD)/minicc $(DEMO_SIZE)
 	@echo "flame graph: $(BUILD)/demo.svg; memory over time: $(BUILD)/demo-timeline.svg  (JSON: scripts/allocsites report -i $(BUILD)/demo.data --json FILE)"
@@ -65,6 +75,7 @@ install:
 	install -m 644 scripts/allocsites_lib/*.py $(LIBDIR)/allocsites_lib/
 	if [ -f $(BUILD)/allocsites_mailbox.so ]; then \
 		install -m 644 $(BUILD)/allocsites_mailbox.so $(LIBDIR)/; fi
+	install -m 755 $(READER) $(LIBDIR)/allocsites-read
 	ln -sf ../lib/allocsites/allocsites $(DESTDIR)$(PREFIX)/bin/allocsites
 	install -m 644 include/rt_probes.h include/rt_sampler.h include/rt_exit.h include/rt_live.h include/rt_stack_top.h \
 		$(DESTDIR)$(PREFIX)/include/
@@ -72,7 +83,7 @@ install:
 	@mkdir -p $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 644 docs/man/allocsites.1 $(DESTDIR)$(PREFIX)/share/man/man1/allocsites.1
 	@{ echo $(PREFIX)/bin/allocsites; \
-	   for f in allocsites allocsites.py; do echo $(PREFIX)/lib/allocsites/$$f; done; \
+	   for f in allocsites allocsites.py allocsites-read; do echo $(PREFIX)/lib/allocsites/$$f; done; \
 	   if [ -f $(BUILD)/allocsites_mailbox.so ]; then \
 		echo $(PREFIX)/lib/allocsites/allocsites_mailbox.so; fi; \
 	   for f in scripts/allocsites_lib/*.py; do \

@@ -4,7 +4,8 @@
 #   (the header must work from C++), make, addr2line
 #   (binutils), valgrind (the probes' cost, counted by callgrind in a unit
 #   test), gdb (a unit test unwinds through the sampler's asm) and the
-#   system Python perf embeds (python3).
+#   system Python perf embeds (python3), and the native reader's
+#   libraries (libdw-dev, libelf-dev, libzstd-dev).
 # tracefs is not mounted here: `allocsites record` mounts it when needed and
 # unmounts it afterwards, leaving the machine as it found it.
 set -eu
@@ -25,6 +26,10 @@ command -v go >/dev/null 2>&1 || missing="$missing golang-go"
 # pgrep: the integration tests look for processes a run must not leave.
 command -v pgrep >/dev/null 2>&1 || missing="$missing procps"
 [ -x /usr/bin/python3 ] || missing="$missing python3"
+# The native reader (scripts/reader/): libdw unwinds, libzstd decompresses.
+[ -f /usr/include/elfutils/libdwfl.h ] || missing="$missing libdw-dev"
+[ -f /usr/include/libelf.h ] || missing="$missing libelf-dev"
+[ -f /usr/include/zstd.h ] || missing="$missing libzstd-dev"
 # The lint test (tests/unit/test_lint.py).
 command -v pyflakes3 >/dev/null 2>&1 || missing="$missing pyflakes3"
 command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"

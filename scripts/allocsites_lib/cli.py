@@ -371,15 +371,20 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         ranges = parallel.split(times, k, *parallel.costs(scan))
     else:   # one worker on the whole file, loss from perf report --stats
         times, ranges = [], [(None, None)]
-    from . import mailbox
+    from . import mailbox, native
+    reader = native.reader_path(ENTRY_SCRIPT) \
+        if os.environ.get("ALLOCSITES_READER", "native") != "perf" else None
     try:
-        result = parallel.run(
-            perf, data, ENTRY_SCRIPT, report_args, ranges, times,
-            lambda: Tally(opts.min_size),
-            pids=scan.pids if scan is not None and scan.pids else None,
-            stop_early=scan is not None and scan.all_tracepoints, err=err,
-            mailbox_path=mailbox.library_path(ENTRY_SCRIPT)
-            if os.environ.get("ALLOCSITES_MAILBOX") != "0" else None)
+        if reader is not None and scan is not None:
+            result = native.run(reader, data, Tally(opts.min_size), err)
+        else:
+            result = parallel.run(
+                perf, data, ENTRY_SCRIPT, report_args, ranges, times,
+                lambda: Tally(opts.min_size),
+                pids=scan.pids if scan is not None and scan.pids else None,
+                stop_early=scan is not None and scan.all_tracepoints,
+                err=err, mailbox_path=mailbox.library_path(ENTRY_SCRIPT)
+                if os.environ.get("ALLOCSITES_MAILBOX") != "0" else None)
     except parallel.Interrupted as e:
         err.write("allocsites: report interrupted; nothing written\n")
         return 128 + e.sig

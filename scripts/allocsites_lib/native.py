@@ -1,0 +1,243 @@
+"""The report's default reader: allocsites-read (scripts/reader/, C) reads
+the recording and unwinds its stacks; this module turns its stream into
+the same Tally the perf script path builds (allocsites.py), through the
+same hot path (hotpath.handler), so every output is the one perf script
+gives.
+
+Why: perf script 6.1 keeps every decompressed record of a -z recording
+in memory until it exits (90 GB at 10^7 allocations) and unwinds each
+sample through a fresh libdw or libunwind session, then hands it to
+Python through a dict per frame. allocsites-read streams the file
+(memory: the distinct stacks, the maps, two of perf's rounds), unwinds
+with one libdw session per process, and sends each distinct stack once;
+an event is a fixed record of EVENT bytes (reader/emit.c documents the
+stream).
+
+Each event reaches the hot path as perf script would hand it over: the
+plain event's records go to handle.mail as the dlfilter's do, every
+other event to handle() with the field dict perf builds (common_pid,
+common_s, common_ns, common_callchain and the tracepoint's fields).
+"""
+
+import collections
+import os
+import struct
+import subprocess
+
+from . import hotpath, parse
+
+B_EVENT_DEF, B_STRING, B_FRAME, B_STACK, B_EVENTS, B_NOTE = range(1, 7)
+MAX_FIELDS = 12
+EVENT = struct.Struct("<IIIIQ%dQ" % MAX_FIELDS)
+BLOCK = struct.Struct("<II")
+FRAME = struct.Struct("<IIIIQQQ")
+_SIGN = 1 << 63
+_WRAP = 1 << 64
+PLAIN_FIELDS = ("kind", "a", "b", "c", "d", "e", "f", "g", "h")
+
+# The Result of parallel.run, which the report takes either way.
+Result = collections.namedtuple(
+    "Result", "tally tallies handler_errors perf_inlines read_errors "
+              "passthrough notes")
+
+
+class StreamError(Exception):
+    """allocsites-read's stream is not what this module reads."""
+
+
+def reader_path(entry_script, build=None):
+    """The built allocsites-read: beside the entry script (installed) or in
+    the build directory (a checkout); None if there is none."""
+    here = os.path.dirname(os.path.abspath(entry_script))
+    build = build or os.environ.get("BUILD") or \
+        os.path.join(os.path.dirname(here), "build")
+    for path in (os.path.join(here, "allocsites-read"),
+                 os.path.join(build, "allocsites-read")):
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return os.path.abspath(path)
+    return None
+
+
+class EventDef:
+    """One event of the recording: perf script's handler name, its field
+    names, which of them are signed, and where the plain event's kind and
+    arguments are (None for any other event)."""
+
+    def __init__(self, payload):
+        self.id = struct.unpack_from("<I", payload)[0]
+        parts = payload[4:].split(b"\0")
+        name = parts[0].decode("utf-8", "surrogateescape")
+        # perf script names the handler sdt_rt__alloc_1 for sdt_rt:alloc_1
+        self.name = name.replace(":", "__")
+        self.fields = []
+        self.signed = []
+        # after the name: field name NUL, one signed byte, field name NUL..
+        rest = payload[4 + len(parts[0]) + 1:]
+        pos = 0
+        while pos < len(rest):
+            end = rest.index(b"\0", pos)
+            self.fields.append(rest[pos:end].decode("ascii", "replace"))
+            self.signed.append(rest[end + 1] != 0)
+            pos = end + 2
+        self.any_signed = any(self.signed)
+        kind = parse.event_kind(self.name)
+        self.plain_at = None
+        if kind == "plain" and all(f in self.fields for f in PLAIN_FIELDS):
+            self.plain_at = [self.fields.index(f) for f in PLAIN_FIELDS]
+
+    def values(self, rec):
+        vals = rec[5:5 + len(self.fields)]
+        if self.any_signed:
+            vals = tuple(v - _WRAP if s and v >= _SIGN else v
+                         for v, s in zip(vals, self.signed))
+        return vals
+
+
+class Stream:
+    """Reads allocsites-read's blocks and feeds the events to handle."""
+
+    def __init__(self, handle, pids):
+        self.handle = handle
+        self.pids = pids
+        self.defs = {}
+        self.strings = {0: None}
+        self.frames = {}
+        self.chains = {0: []}
+        self.notes = {}
+        self.handler_errors = 0
+        self.events = 0
+        self.mail = []
+
+    def feed(self, f):
+        """Reads blocks from the binary file f until its end."""
+        read = f.read
+        while True:
+            head = read(8)
+            if not head:
+                break
+            if len(head) < 8:
+                raise StreamError("cut short in a block header")
+            kind, n = BLOCK.unpack(head)
+            payload = read(n)
+            if len(payload) < n:
+                raise StreamError("cut short in a block")
+            if kind == B_EVENTS:
+                self.events_block(payload)
+            elif kind == B_STACK:
+                self.stack(payload)
+            elif kind == B_FRAME:
+                self.frame(payload)
+            elif kind == B_STRING:
+                sid = struct.unpack_from("<I", payload)[0]
+                self.strings[sid] = payload[4:].decode("utf-8",
+                                                       "surrogateescape")
+            elif kind == B_EVENT_DEF:
+                d = EventDef(payload)
+                self.defs[d.id] = d
+            elif kind == B_NOTE:
+                self.note(payload)
+            else:
+                raise StreamError("unknown block type %d" % kind)
+        self.flush_mail()
+
+    def frame(self, payload):
+        fid, dso, sym, has_addr, addr, off, ip = FRAME.unpack(payload)
+        entry = {"ip": ip, "dso": self.strings[dso]}
+        if has_addr:
+            # perf's entry: sym {start, name} and sym_off; the frame's
+            # address is start + sym_off (parse.raw_frames)
+            entry["sym"] = {"start": addr - off, "end": addr - off,
+                            "name": self.strings[sym]}
+            entry["sym_off"] = off
+        self.frames[fid] = entry
+
+    def stack(self, payload):
+        sid, n = struct.unpack_from("<II", payload)
+        ids = struct.unpack_from("<%dI" % n, payload, 8)
+        frames = self.frames
+        self.chains[sid] = [frames[i] for i in ids]
+
+    def note(self, payload):
+        for line in payload.decode("utf-8", "replace").splitlines():
+            key, _, value = line.partition(" ")
+            try:
+                self.notes[key] = int(value)
+            except ValueError:
+                self.notes[key] = value
+
+    def flush_mail(self):
+        if self.mail:
+            batch, self.mail = self.mail, []
+            try:
+                self.handle.mail(batch, self.plain_name)
+            except Exception:  # noqa: BLE001 - counted, as allocsites.py
+                self.handler_errors += 1
+
+    def events_block(self, payload):
+        defs, chains, pids = self.defs, self.chains, self.pids
+        handle, mail = self.handle, self.mail
+        count = 0
+        for rec in EVENT.iter_unpack(payload):
+            count += 1
+            d = defs[rec[0]]
+            tid, time = rec[3], rec[4]
+            if tid not in pids:
+                pids[tid] = rec[2]
+            at = d.plain_at
+            if at is not None and not d.any_signed:
+                if not mail:
+                    self.plain_name = d.name
+                elif d.name != self.plain_name:
+                    self.flush_mail()
+                    mail = self.mail
+                    self.plain_name = d.name
+                v = rec[5:]
+                mail.append((time, tid) + tuple(v[i] for i in at))
+                continue
+            if mail:
+                self.flush_mail()
+                mail = self.mail
+            fields = dict(zip(d.fields, d.values(rec)))
+            fields["common_pid"] = tid
+            fields["common_s"] = time // 1000000000
+            fields["common_ns"] = time % 1000000000
+            fields["common_callchain"] = chains[rec[1]]
+            try:
+                handle(d.name, fields)
+            except Exception:  # noqa: BLE001 - counted, as allocsites.py
+                self.handler_errors += 1
+        self.events += count
+
+
+def run(reader, data, tally, err=None):
+    """Reads the recording at data with the allocsites-read at reader into
+    tally; returns a Result (read_errors: what the reader said went
+    wrong, one line each)."""
+    pids = {}
+    handle = hotpath.handler(parse.Reader(False, pids), tally)
+    stream = Stream(handle, pids)
+    read_errors = []
+    proc = subprocess.Popen([reader, data], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            bufsize=1 << 20)
+    try:
+        try:
+            stream.feed(proc.stdout)
+        except StreamError as e:
+            read_errors.append("allocsites-read: its output %s" % e)
+        handle.flush()
+    finally:
+        proc.stdout.close()
+        errors = proc.stderr.read().decode("utf-8", "replace")
+        proc.stderr.close()
+        status = proc.wait()
+    for line in errors.splitlines():
+        if line.strip():
+            read_errors.append(line.strip())
+    if status < 0:
+        read_errors.append("allocsites-read was killed by signal %d"
+                           % -status)
+    elif status > 0 and not errors.strip():
+        read_errors.append("allocsites-read exited with status %d" % status)
+    return Result(tally, 1, stream.handler_errors, False, read_errors, [],
+                  stream.notes)
