@@ -376,7 +376,8 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         if os.environ.get("ALLOCSITES_READER", "native") != "perf" else None
     try:
         if reader is not None and scan is not None:
-            result = native.run(reader, data, Tally(opts.min_size), err)
+            result = native.run(reader, data, Tally(opts.min_size),
+                                len(scan.times), err)
         else:
             result = parallel.run(
                 perf, data, ENTRY_SCRIPT, report_args, ranges, times,

@@ -23,6 +23,7 @@ import collections
 import os
 import struct
 import subprocess
+import sys
 
 from . import hotpath, parse
 
@@ -107,6 +108,7 @@ class Stream:
         self.handler_errors = 0
         self.events = 0
         self.mail = []
+        self.on_block = None    # called after each block of events
 
     def feed(self, f):
         """Reads blocks from the binary file f until its end."""
@@ -207,30 +209,58 @@ class Stream:
             except Exception:  # noqa: BLE001 - counted, as allocsites.py
                 self.handler_errors += 1
         self.events += count
+        if self.on_block is not None:
+            self.on_block()
 
 
-def run(reader, data, tally, err=None):
+def run(reader, data, tally, total=0, err=None, progress=None):
     """Reads the recording at data with the allocsites-read at reader into
     tally; returns a Result (read_errors: what the reader said went
-    wrong, one line each)."""
-    pids = {}
-    handle = hotpath.handler(parse.Reader(False, pids), tally)
+    wrong, one line each). total: the samples the scan counted, for the
+    progress line on a terminal. Raises parallel.Interrupted on SIGINT,
+    SIGTERM or SIGHUP, after stopping the reader."""
+    import signal
+    from . import parallel
+    progress = progress or parallel.Progress(err or sys.stderr)
+    # {thread: process}, filled as threads appear; the hot path reads it
+    # (Reader makes its own dict for an empty one, so take that one).
+    reader_ = parse.Reader(False, None)
+    pids = reader_.pids
+    handle = hotpath.handler(reader_, tally)
     stream = Stream(handle, pids)
+    if progress.enabled and total:
+        stream.on_block = lambda: progress.show(
+            parallel.progress_text(stream.events, total))
     read_errors = []
-    proc = subprocess.Popen([reader, data], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            bufsize=1 << 20)
+    saved = {}
+    proc = None
     try:
+        for sig in parallel.STOP_SIGNALS:
+            saved[sig] = signal.signal(sig, parallel._raise_interrupted)
+        proc = subprocess.Popen([reader, data], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, bufsize=1 << 20)
         try:
             stream.feed(proc.stdout)
         except StreamError as e:
             read_errors.append("allocsites-read: its output %s" % e)
         handle.flush()
-    finally:
         proc.stdout.close()
         errors = proc.stderr.read().decode("utf-8", "replace")
-        proc.stderr.close()
         status = proc.wait()
+    except OSError as e:
+        raise RuntimeError("cannot run %s: %s" % (reader, e))
+    finally:
+        for sig in saved:
+            signal.signal(sig, signal.SIG_IGN)
+        progress.clear()
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream_ in (proc.stdout, proc.stderr) if proc else ():
+            stream_.close()
+        for sig, old in saved.items():
+            signal.signal(sig, old)
     for line in errors.splitlines():
         if line.strip():
             read_errors.append(line.strip())

@@ -55,7 +55,9 @@ enum {
 #define PERF_CONTEXT_MAX ((u64)-4095)
 
 #define MAX_FIELDS 12          /* tracepoint fields passed on per event */
-#define MAX_FRAMES 512         /* perf's default max stack is 127; more */
+/* The deepest stack kept: what a 65528-byte stack copy can hold (8 bytes
+ * a frame at the least), as the perf script workers' --max-stack. */
+#define MAX_FRAMES 8192
 
 struct field {
 	char name[64];

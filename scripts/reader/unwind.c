@@ -28,9 +28,6 @@ static const int dwarf_to_perf[17] = {
 };
 #define PERF_REG_SP 7
 
-/* perf script's unwinding depth (PERF_MAX_STACK_DEPTH). */
-#define PERF_MAX_STACK 127
-
 struct unw {
 	Dwfl *dwfl;
 	unsigned generation;    /* of the maps last reported */
@@ -240,7 +237,7 @@ int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs, int max)
 	u->s = s;
 	u->pcs = pcs;
 	u->n = 0;
-	u->max = max < PERF_MAX_STACK ? max : PERF_MAX_STACK;
+	u->max = max;
 	if (!u->attached) {
 		if (!dwfl_attach_state(u->dwfl, NULL, (pid_t)proc_pid(p),
 				       &thread_callbacks, u)) {

@@ -55,9 +55,12 @@ class ParallelReport(ProfileTest):
             return json.load(f)
 
     def parallel(self, data, jobs, *extra):
+        """The report of `jobs` perf script workers (the native reader,
+        the default, is compared with perf in test_native_reader.py)."""
         out = os.path.join(self.tmp, "parallel%d.json" % jobs)
         rep = allocsites(["report", "-i", data, "-j", str(jobs), "--json",
-                          out] + list(extra))
+                          out] + list(extra),
+                         env={"ALLOCSITES_READER": "perf"})
         self.assertEqual(rep.returncode, 0, rep.stderr)
         self.assertNotIn("Traceback", rep.stderr)
         with open(out) as f:
@@ -229,7 +232,7 @@ class ParallelReport(ProfileTest):
             [PYTHON, ALLOCSITES, "report", "-i", data, "-j", "2"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             universal_newlines=True, start_new_session=True,
-            env=dict(os.environ, TMPDIR=self.tmp))
+            env=dict(os.environ, TMPDIR=self.tmp, ALLOCSITES_READER="perf"))
         deadline = time.time() + 60
         while not glob.glob(os.path.join(self.tmp, "allocsites-report-*",
                                          "stderr.1")):

@@ -1,0 +1,167 @@
+"""The native reader (allocsites-read, the report's default) against perf
+script: on a recording of every kind the test programs make, the JSON
+report of each is the same, key for key; its stacks reach main past 127
+frames; it reports a recording under an address-space cap far below
+what the recording decompresses to (perf script holds all of that); and
+it says in one line what is wrong with a file it cannot read."""
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import (BUILD, ProfileTest, allocsites, program,  # noqa: E402
+                     ROOT)
+
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from allocsites_lib import perfdata  # noqa: E402
+
+READER = os.path.join(BUILD, "allocsites-read")
+
+
+def same_order(report):
+    """Warnings come in the order of a set of DSO names (string hashing
+    differs between processes): compared sorted."""
+    return dict(report, warnings=sorted(report["warnings"]))
+
+
+class NativeAgainstPerf(ProfileTest):
+
+    def record(self, prog, args, record_args=(), env=None):
+        data = os.path.join(self.tmp, "run.data")
+        for leftover in (data, data + ".scan", data + ".buildids"):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
+        full_env = {"TRUTH_FILE": os.path.join(self.tmp, "truth.json")}
+        full_env.update(env or {})
+        rec = allocsites(["record", "-o", data] + list(record_args) +
+                         ["--", prog] + list(args), env=full_env)
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        return data
+
+    def report(self, data, reader, *extra):
+        out = os.path.join(self.tmp, "%s.json" % reader)
+        rep = allocsites(["report", "-i", data, "-j", "1", "--json", out] +
+                         list(extra), env={"ALLOCSITES_READER": reader})
+        self.assertNotIn("Traceback", rep.stderr)
+        with open(out) as f:
+            return json.load(f), rep
+
+    def assertSameReport(self, data, *extra):
+        native, nrep = self.report(data, "native", *extra)
+        perf, prep = self.report(data, "perf", *extra)
+        self.assertEqual(nrep.returncode, prep.returncode,
+                         nrep.stderr + prep.stderr)
+        self.assertEqual(same_order(native), same_order(perf))
+        self.assertEqual(nrep.stdout.replace("native.json", "X"),
+                         prep.stdout.replace("perf.json", "X"))
+        return native
+
+    def test_corpus_reports_equal_perf_scripts(self):
+        cases = [
+            ("t_basic", ["3000"], []),
+            ("t_threads", ["4000"], []),
+            ("t_shlib", ["500"], []),
+            ("t_phases", [], []),
+            ("t_live", [], []),
+            ("t_wrap", [], []),
+            ("t_deep", ["60"], []),
+            ("t_sampled", ["2"], ["--sample", "64k"]),
+            ("t_sampled_live", ["2"], ["--sample", "64k"]),
+            ("t_basic", ["300"], ["--stack-size", "2048"]),
+        ]
+        for name, args, record_args in cases:
+            with self.subTest(prog=name, record=record_args):
+                data = self.record(program(name), args, record_args,
+                                   env={"RT_SAMPLE_SEED": "7"})
+                report = self.assertSameReport(data)
+                self.assertGreater(report["events"]["alloc"] +
+                                   report["events"].get("sample", 0), 0)
+
+    def test_exec_and_a_second_program(self):
+        data = self.record(program("t_exec"), [program("t_basic"), "5"],
+                           env={"TRUTH_FILE": os.devnull})
+        self.assertSameReport(data)
+
+    def test_filters_and_weights_equal_perf_scripts(self):
+        data = self.record(program("t_phases"), [])
+        self.assertSameReport(data, "--phase", "parse")
+        self.assertSameReport(data, "--weight", "peak")
+
+    def test_stacks_past_127_frames_reach_main(self):
+        report, _, _, _ = self.profile(program("t_deep"), ["400"],
+                                       record_args=["--stack-size",
+                                                    "65528"])
+        self.assertEqual(report["truncated_allocations"], 0)
+        deepest = max(report["stacks"], key=lambda s: len(s["frames"]))
+        self.assertGreater(len(deepest["frames"]), 400)
+
+
+class BoundedMemory(ProfileTest):
+
+    def test_report_under_an_address_space_cap(self):
+        # 60000 allocations and frees with 8 KiB stack copies decompress
+        # to about 500 MB; the report (each of its processes) gets 300 MB
+        # of address space, and must still match the program's truth.
+        cap = 300 << 20
+        data = os.path.join(self.tmp, "run.data")
+        truth_path = os.path.join(self.tmp, "truth.json")
+        rec = allocsites(["record", "-o", data, "--", program("t_basic"),
+                          "20000"], env={"TRUTH_FILE": truth_path})
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        scan = perfdata.scan(data)
+        self.assertGreater(scan.decompressed, cap,
+                           "the recording is too small to test the cap")
+        out = os.path.join(self.tmp, "r.json")
+
+        def limit():
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        rep = subprocess.run(
+            ["/usr/bin/python3", os.path.join(ROOT, "scripts", "allocsites"),
+             "report", "-i", data, "--json", out],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True, preexec_fn=limit)
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        with open(out) as f:
+            report = json.load(f)
+        with open(truth_path) as f:
+            truth = json.load(f)
+        self.assertMatchesTruth(report, truth)
+        self.assertLossless(report)
+
+
+class ReaderErrors(unittest.TestCase):
+
+    def run_reader(self, path):
+        return subprocess.run([READER, path], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, check=False)
+
+    def test_bad_inputs_get_one_line(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            cases = {
+                "missing": None,
+                "empty": b"",
+                "text": b"not a recording at all\n" * 10,
+                "pipe-mode": b"PERFILE2" + (16).to_bytes(8, "little") +
+                             b"\0" * 100,
+            }
+            for name, content in cases.items():
+                path = os.path.join(tmp, name)
+                if content is not None:
+                    with open(path, "wb") as f:
+                        f.write(content)
+                with self.subTest(case=name):
+                    proc = self.run_reader(path)
+                    self.assertEqual(proc.returncode, 1)
+                    self.assertEqual(proc.stdout, b"")
+                    err = proc.stderr.decode()
+                    self.assertRegex(err, r"\Aallocsites-read: .*%s.*\n\Z"
+                                     % name)
+
+
+if __name__ == "__main__":
+    unittest.main()
