@@ -348,7 +348,7 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     perf = recorder.find_perf()
     recorder.check_perf_data(data)
     read_errors = []
-    from . import parallel, pipeline
+    from . import limits, parallel, pipeline
     from .fold import Tally
     cpus = parallel.cpu_count()
     before = parallel.cpu_use()
@@ -364,6 +364,13 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
                   "it with one perf script worker\n"
                   % (data, type(e).__name__, e))
     if scan is not None:
+        # Refused before it starts when it cannot fit (limits.py): better
+        # than the kernel's OOM killer halfway through.
+        too_big = limits.fits(len(scan.times), parallel.mem_available())
+        if too_big:
+            err.write("allocsites: error: cannot report %s: %s\n"
+                      % (data, too_big))
+            return 1
         times = scan.times
         k = jobs or parallel.worker_count(
             cpus, len(times), scan.decompressed, parallel.mem_available(),

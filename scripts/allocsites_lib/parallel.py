@@ -296,22 +296,20 @@ def free_cpus(before, after, cpus):
 
 
 def cpu_count():
+    """CPUs this process may use: its affinity, within its cgroup's quota
+    (cpu.max), which a container sets and the CPU count does not show."""
+    from . import limits
     try:
-        return len(os.sched_getaffinity(0))
+        affinity = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        affinity = os.cpu_count() or 1
+    return limits.cpus_available(affinity)
 
 
 def mem_available():
-    """MemAvailable in bytes, or None."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+    """Bytes available: MemAvailable, within the cgroup's memory.max."""
+    from . import limits
+    return limits.memory_available()
 
 
 # ---------------------------------------------------------------- progress

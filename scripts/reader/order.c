@@ -12,10 +12,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct chunk;
 struct entry {
 	u64 time, seq;
+	struct chunk *chunk;
 	u32 size;
 	u8 data[];
+};
+
+#define CHUNK_SIZE (8u << 20)
+struct chunk {
+	struct chunk *next;     /* on the free list */
+	size_t used, live;
+	u8 mem[];
 };
 
 struct order {
@@ -26,7 +35,41 @@ struct order {
 	u64 seq;
 	u64 max_time, next_flush;
 	size_t bytes;
+	struct chunk *cur, *free_chunks;
 };
+
+static struct entry *alloc_entry(struct order *o, u32 size)
+{
+	size_t need = (sizeof(struct entry) + size + 15) & ~(size_t)15;
+	struct chunk *c = o->cur;
+	if (!c || c->used + need > CHUNK_SIZE) {
+		if (c && c->live == 0) {
+			c->used = 0;     /* all delivered: start it over */
+		} else {
+			c = o->free_chunks;
+			if (c)
+				o->free_chunks = c->next;
+			else if (!(c = malloc(sizeof(*c) + CHUNK_SIZE)))
+				return NULL;
+			c->used = c->live = 0;
+			o->cur = c;
+		}
+	}
+	struct entry *e = (struct entry *)(c->mem + c->used);
+	c->used += need;
+	c->live++;
+	e->chunk = c;
+	return e;
+}
+
+static void free_entry(struct order *o, struct entry *e)
+{
+	struct chunk *c = e->chunk;
+	if (--c->live == 0 && c != o->cur) {
+		c->next = o->free_chunks;
+		o->free_chunks = c;
+	}
+}
 
 struct order *order_new(deliver_fn fn, void *ctx)
 {
@@ -44,7 +87,9 @@ int order_queue(struct order *o, u64 time, const u8 *rec, u32 size)
 		if (!o->q)
 			return -1;
 	}
-	struct entry *e = malloc(sizeof(*e) + size);
+	if (size > CHUNK_SIZE / 2)
+		return -1;
+	struct entry *e = alloc_entry(o, size);
 	if (!e)
 		return -1;
 	e->time = time;
@@ -79,7 +124,7 @@ static int deliver_upto(struct order *o, u64 limit, int all)
 		if (!rc && o->fn(o->ctx, e->data, e->size) < 0)
 			rc = -1;
 		o->bytes -= e->size;
-		free(e);
+		free_entry(o, e);
 	}
 	memmove(o->q, o->q + i, (o->n - i) * sizeof(*o->q));
 	o->n -= i;
@@ -106,7 +151,13 @@ size_t order_bytes(const struct order *o)
 void order_free(struct order *o)
 {
 	for (size_t i = 0; i < o->n; i++)
-		free(o->q[i]);
+		free_entry(o, o->q[i]);
+	while (o->free_chunks) {
+		struct chunk *c = o->free_chunks;
+		o->free_chunks = c->next;
+		free(c);
+	}
+	free(o->cur);
 	free(o->q);
 	free(o);
 }

@@ -131,12 +131,20 @@ static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 	return true;
 }
 
+/* Where perf register perf_reg is in a sample's regs (they come in the
+ * order of the attr's mask), or -1; cached for the last mask seen. */
 static int reg_pos(const struct sample *s, int perf_reg)
 {
+	static u64 mask_seen = ~0ull;
+	static signed char pos[64];
 	u64 mask = s->attr->regs_mask;
-	if (!(mask >> perf_reg & 1))
-		return -1;
-	return __builtin_popcountll(mask & ((1ull << perf_reg) - 1));
+	if (mask != mask_seen) {
+		int n = 0;
+		for (int r = 0; r < 64; r++)
+			pos[r] = (signed char)(mask >> r & 1 ? n++ : -1);
+		mask_seen = mask;
+	}
+	return perf_reg < 64 ? pos[perf_reg] : -1;
 }
 
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,

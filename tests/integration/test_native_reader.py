@@ -133,6 +133,20 @@ class BoundedMemory(ProfileTest):
         self.assertLossless(report)
 
 
+    def test_too_large_for_memory_is_refused_before_it_starts(self):
+        data = os.path.join(self.tmp, "run.data")
+        rec = allocsites(["record", "-o", data, "--", program("t_basic"),
+                          "300"], env={"TRUTH_FILE": os.devnull})
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        rep = allocsites(["report", "-i", data],
+                         env={"ALLOCSITES_MEMORY": str(10 << 20)})
+        self.assertEqual(rep.returncode, 1)
+        self.assertEqual(rep.stdout, "")
+        self.assertRegex(rep.stderr, r"\Aallocsites: error: cannot report "
+                         r".*needs about [0-9.]+ GB of memory \(\d+ events.*"
+                         r"--sample.*\n\Z")
+
+
 class ReaderErrors(unittest.TestCase):
 
     def run_reader(self, path):
