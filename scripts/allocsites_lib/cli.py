@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 
 # The report's modules (pipeline, fold, svg, diff, parallel) are imported
 # where a report is made, not here: `allocsites record` does not need them,
@@ -352,8 +353,14 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     from .fold import Tally
     cpus = parallel.cpu_count()
     before = parallel.cpu_use()
+    from . import mailbox, native
+    # The native reader (native.py) unless it is not built or
+    # ALLOCSITES_READER=perf asks for perf script's workers.
+    reader = native.reader_path(ENTRY_SCRIPT) \
+        if os.environ.get("ALLOCSITES_READER", "native") != "perf" else None
     try:
-        scan = scancache.scan(data)
+        # the native path needs no sample times (they grow with the file)
+        scan = scancache.scan(data, keep_times=reader is None)
     except perfdata.PerfDataError as e:
         scan = None
         if e.corrupt:
@@ -363,14 +370,20 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         err.write("allocsites: warning: could not scan %s (%s: %s); reading "
                   "it with one perf script worker\n"
                   % (data, type(e).__name__, e))
+    if scan is None:   # perf script reads what the scan cannot
+        reader = None
+    # Refused before it starts when it cannot fit (limits.py): better than
+    # the kernel's OOM killer, or a full disk, halfway through.
     if scan is not None:
-        # Refused before it starts when it cannot fit (limits.py): better
-        # than the kernel's OOM killer halfway through.
-        too_big = limits.fits(len(scan.times), parallel.mem_available())
+        too_big = limits.native_fits(scan.samples, tempfile.gettempdir()) \
+            if reader is not None else \
+            limits.fits(scan.samples, parallel.mem_available(),
+                        scan.decompressed)
         if too_big:
             err.write("allocsites: error: cannot report %s: %s\n"
                       % (data, too_big))
             return 1
+    if reader is None and scan is not None:
         times = scan.times
         k = jobs or parallel.worker_count(
             cpus, len(times), scan.decompressed, parallel.mem_available(),
@@ -378,13 +391,10 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         ranges = parallel.split(times, k, *parallel.costs(scan))
     else:   # one worker on the whole file, loss from perf report --stats
         times, ranges = [], [(None, None)]
-    from . import mailbox, native
-    reader = native.reader_path(ENTRY_SCRIPT) \
-        if os.environ.get("ALLOCSITES_READER", "native") != "perf" else None
     try:
-        if reader is not None and scan is not None:
+        if reader is not None:
             result = native.run(reader, data, Tally(opts.min_size),
-                                len(scan.times), err)
+                                scan.samples, err)
         else:
             result = parallel.run(
                 perf, data, ENTRY_SCRIPT, report_args, ranges, times,

@@ -25,6 +25,13 @@ Columns (one entry per event unless said):
   phase_begin  id     0       (phase_end alike)
   exit         0      0       the process's rt:exit
 
+Spilled (spill_to): a long recording's log does not stay in memory. Every
+SPILL_EVERY events the columns are appended to an unlinked temporary
+file and emptied in place (the hot path keeps references to them), and
+readers walk chunks() instead of the columns: memory is then one chunk
+(about 35 MB), not the run's length. The native report spills; the
+perf script workers' logs travel pickled and are not spilled.
+
 Memory: 33 bytes an event, plus 4 for alloc and sample events and 8 more
 for sample events (and array's up-to-12% growth slack): 35 bytes an event
 for an exact log of as many frees as allocations. Measured with nbytes()
@@ -36,6 +43,8 @@ key to intern it is most of it).
 
 import array
 import heapq
+import os
+import tempfile
 
 KINDS = ("alloc", "free", "sample", "sample_free", "release", "commit",
          "decommit", "phase_begin", "phase_end", "exit")
@@ -60,9 +69,12 @@ def _clamp(value, lo, hi):
     return lo if value < lo else hi if value > hi else value
 
 
+SPILL_EVERY = 1 << 20
+
+
 class EventLog:
     """Columnar, append-only log of rt events. Pickles (a worker's log
-    travels inside its Tally)."""
+    travels inside its Tally) unless spilled."""
 
     KINDS = KINDS
 
@@ -71,6 +83,73 @@ class EventLog:
             setattr(self, name, array.array(code))
         self.keys = []      # index -> key
         self._index = {}    # key -> index
+        self._file = None   # the spill file (spill_to)
+        self._chunks = []   # [(offset, [length per column])] in the file
+        self._spilled = 0   # events in the file
+        self._first = self._last = None   # times of the spilled events
+
+    # ------------------------------------------------------------ spilling
+
+    def spill_to(self, directory=None, every=SPILL_EVERY):
+        """From now on keep at most `every` events in memory: the rest go
+        to a temporary file in directory (TMPDIR by default), unlinked at
+        once, so nothing is left behind however the process ends."""
+        fd, path = tempfile.mkstemp(prefix="allocsites-log-", dir=directory)
+        os.unlink(path)
+        self._file = os.fdopen(fd, "w+b")
+        self._every = every
+        return self
+
+    @property
+    def spilled(self):
+        return self._file is not None
+
+    def maybe_spill(self):
+        """Moves the columns to the file when they hold `every` events.
+        Raises OSError when the file cannot be written (a full disk)."""
+        if self._file is not None and len(self.kinds) >= self._every:
+            self._spill()
+
+    def _spill(self):
+        f = self._file
+        f.seek(0, os.SEEK_END)
+        offset = f.tell()
+        lengths = []
+        for name, _ in _COLUMNS:
+            col = getattr(self, name)
+            col.tofile(f)
+            lengths.append(len(col))
+        if self._first is None:
+            self._first = self.times[0]
+        self._last = self.times[-1]
+        self._chunks.append((offset, lengths))
+        self._spilled += len(self.kinds)
+        for name, _ in _COLUMNS:
+            del getattr(self, name)[:]   # in place: references stay valid
+
+    def chunks(self):
+        """The columns (as columns() gives them) of each chunk in time
+        order: the spilled ones read back one at a time, then the ones in
+        memory. keyidx and sizes restart in each chunk."""
+        for offset, lengths in self._chunks:
+            self._file.seek(offset)
+            cols = []
+            for (_, code), n in zip(_COLUMNS, lengths):
+                col = array.array(code)
+                col.fromfile(self._file, n)
+                cols.append(col)
+            yield tuple(cols)
+        yield self.columns()
+
+    def first_time(self):
+        if self._first is not None:
+            return self._first
+        return self.times[0] if self.times else None
+
+    def last_time(self):
+        if self.times:
+            return self.times[-1]
+        return self._last
 
     # ------------------------------------------------------------ building
 
@@ -90,7 +169,7 @@ class EventLog:
         this runs inside perf's event handler."""
         code = KIND_CODE[kind]   # an unknown kind is a caller's bug
         if time is None:
-            time = self.times[-1] if self.times else 0
+            time = self.last_time() or 0
         if code == SAMPLE and size is None:
             size = b
         n = len(self.kinds)
@@ -149,22 +228,25 @@ class EventLog:
     # ------------------------------------------------------------ reading
 
     def __len__(self):
-        return len(self.kinds)
+        return self._spilled + len(self.kinds)
 
     def __iter__(self):
         """(kind, time, pid, tid, a, b, size, key) per event; size is b
         but for sample events, key None but for alloc and sample."""
-        keys, keyidx, sizes = self.keys, iter(self.keyidx), iter(self.sizes)
-        for code, time, pid, tid, a, b in zip(self.kinds, self.times,
-                                              self.pids, self.tids,
-                                              self.a, self.b):
-            if code == ALLOC:
-                yield KINDS[code], time, pid, tid, a, b, b, keys[next(keyidx)]
-            elif code == SAMPLE:
-                yield (KINDS[code], time, pid, tid, a, b, next(sizes),
-                       keys[next(keyidx)])
-            else:
-                yield KINDS[code], time, pid, tid, a, b, b, None
+        keys = self.keys
+        for kinds, times, pids, tids, col_a, col_b, sizes, keyidx in \
+                self.chunks():
+            keyidx, sizes = iter(keyidx), iter(sizes)
+            for code, time, pid, tid, a, b in zip(kinds, times, pids, tids,
+                                                  col_a, col_b):
+                if code == ALLOC:
+                    yield (KINDS[code], time, pid, tid, a, b, b,
+                           keys[next(keyidx)])
+                elif code == SAMPLE:
+                    yield (KINDS[code], time, pid, tid, a, b, next(sizes),
+                           keys[next(keyidx)])
+                else:
+                    yield KINDS[code], time, pid, tid, a, b, b, None
 
     def columns(self):
         """The raw columns, for a reader that walks them itself (the
@@ -180,7 +262,7 @@ class EventLog:
     def __eq__(self, other):
         if not isinstance(other, EventLog):
             return NotImplemented
-        if self.keys == other.keys:
+        if self.keys == other.keys and not (self.spilled or other.spilled):
             return self.columns() == other.columns()
         return len(self) == len(other) and list(self) == list(other)
 
@@ -192,6 +274,8 @@ class EventLog:
     # ------------------------------------------------------------ pickling
 
     def __getstate__(self):
+        if self._file is not None:
+            raise TypeError("a spilled EventLog does not pickle")
         state = {name: getattr(self, name) for name, _ in _COLUMNS}
         state["keys"] = self.keys
         return state
@@ -201,3 +285,5 @@ class EventLog:
             setattr(self, name, state[name])
         self.keys = list(state["keys"])
         self._index = {key: i for i, key in enumerate(self.keys)}
+        self._file, self._chunks, self._spilled = None, [], 0
+        self._first = self._last = None

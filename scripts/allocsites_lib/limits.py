@@ -6,19 +6,25 @@ report that sized itself from those was killed by the OOM killer in a
 v1: memory.limit_in_bytes, memory.usage_in_bytes, cpu.cfs_quota_us and
 cpu.cfs_period_us) of this process bounds them further.
 
-And the report's own need, estimated before it starts (fits()), so that
-a recording too large for this machine is refused with the figure and
-the way out instead of ending in "killed by signal 9".
+And the report's own need, estimated before it starts (fits() for the
+perf script workers' memory, native_fits() for the native reader's event
+log on disk), so that a recording too large for this machine is refused
+with the figure and the way out instead of ending in "killed by signal
+9" or a full disk.
 """
 
 import os
 
-# The report's memory per event of the recording (the reader streams;
-# the event log and the liveness sweep keep about this much per event,
-# bench/scaling.py's report RSS column): measured 200-225 bytes on minicc
-# (10^6 allocations and as many frees); 256 with a margin.
+# The perf script workers' report: perf 6.1 holds every decompressed
+# record until it exits, and the workers' event logs stay in memory
+# (35 bytes an event, eventlog.py) until the liveness sweep, which holds
+# every live allocation: 200-225 bytes an event measured on minicc with
+# 10^6 allocations and as many frees (bench/scaling.py); 256 with a margin.
 REPORT_BYTES_PER_EVENT = 256
 REPORT_BASE_BYTES = 150 << 20
+# The native report's event log goes to TMPDIR (eventlog.py: 35 bytes an
+# event and array slack): 40 with a margin.
+LOG_BYTES_PER_EVENT = 40
 
 
 def _read(path):
@@ -123,22 +129,53 @@ def cpus_available(affinity):
     return max(1, min(affinity, int(quota)))
 
 
-def report_need(events):
-    """Bytes the report is estimated to need for a recording of events."""
-    return REPORT_BASE_BYTES + REPORT_BYTES_PER_EVENT * events
+def report_need(events, decompressed=0):
+    """Bytes the perf script report is estimated to need."""
+    return REPORT_BASE_BYTES + REPORT_BYTES_PER_EVENT * events + \
+        (decompressed or 0)
 
 
-def fits(events, available):
-    """None if the report of events fits in available bytes (or either is
-    unknown), else the message that says it does not and what to do."""
+def fits(events, available, decompressed=0):
+    """None if the perf script report of events fits in available bytes
+    (or either is unknown), else the message that says it does not and
+    what to do."""
     if not events or available is None:
         return None
-    need = report_need(events)
+    need = report_need(events, decompressed)
     if need <= available:
         return None
+    held = " and perf script holds the %.1f GB the recording " \
+        "decompresses to" % (decompressed / 1e9) if decompressed else ""
     return ("its report needs about %.1f GB of memory (%d events at about "
-            "%d bytes each) and %.1f GB are available here (the least of "
+            "%d bytes each%s) and %.1f GB are available here (the least of "
             "MemAvailable, this cgroup's memory.max and ALLOCSITES_MEMORY): "
-            "record a shorter run, or "
-            "record with --sample (its report holds only the samples)" % (need / 1e9, events, REPORT_BYTES_PER_EVENT,
-                                  available / 1e9))
+            "use the native reader (make builds it; ALLOCSITES_READER=perf "
+            "must not be set), record a shorter run, or record with --sample "
+            "(its report holds only the samples)"
+            % (need / 1e9, events, REPORT_BYTES_PER_EVENT, held,
+               available / 1e9))
+
+
+def disk_free(directory):
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def native_fits(events, directory, free=None):
+    """None if the native report's event log of events fits in the free
+    space of directory (TMPDIR), else the message that says it does not.
+    Its memory is the live allocations and the distinct stacks, which no
+    figure known before the report tells."""
+    free = disk_free(directory) if free is None else free
+    if not events or free is None:
+        return None
+    need = LOG_BYTES_PER_EVENT * events
+    if need <= free:
+        return None
+    return ("its event log needs about %.1f GB in %s (%d events at %d bytes "
+            "each) and %.1f GB are free there: set TMPDIR to a larger "
+            "filesystem, or record with --sample"
+            % (need / 1e9, directory, events, LOG_BYTES_PER_EVENT, free / 1e9))

@@ -122,19 +122,25 @@ class _Plan:
     the kinds column."""
 
     def __init__(self, log, mode):
-        raw = log.kinds.tobytes()
-        pids = log.pids
         self.sampled = mode == "sampled"
         self.last_exit = {}
-        for i in _positions(raw, EXIT):
-            self.last_exit[pids[i]] = i
-        self.phase_ids = sorted({log.a[i] for i in _positions(raw, PHASE_BEGIN)})
+        phase_ids = set()
+        kinds_seen = set()
+        base = 0   # the index of the chunk's first event in the log
+        for kinds, _times, pids, _tids, col_a, _b, _s, _k in log.chunks():
+            raw = kinds.tobytes()
+            for i in _positions(raw, EXIT):
+                self.last_exit[pids[i]] = base + i
+            phase_ids.update(col_a[i] for i in _positions(raw, PHASE_BEGIN))
+            kinds_seen.update(raw)
+            base += len(kinds)
+        self.phase_ids = sorted(phase_ids)
         self.slot_of = {pid: s + 1 for s, pid in enumerate(self.phase_ids)}
         self.nkeys = max(1, len(log.keys))
-        self.has_release = bytes((RELEASE,)) in raw
-        self.has_commit = bytes((COMMIT,)) in raw or bytes((DECOMMIT,)) in raw
+        self.has_release = RELEASE in kinds_seen
+        self.has_commit = COMMIT in kinds_seen or DECOMMIT in kinds_seen
         ends = SAMPLE_FREE if self.sampled else FREE
-        self.frees_recorded = self.has_release or bytes((ends,)) in raw
+        self.frees_recorded = self.has_release or ends in kinds_seen
 
 
 def _counters(size, kind):
@@ -148,6 +154,20 @@ def _nonzero(counters):
     if isinstance(counters, list):
         return ((i, v) for i, v in enumerate(counters) if v)
     return ((i, v) for i, v in counters.items() if v)
+
+
+class _Nowhere:
+    """A list that keeps nothing (_Sweep.added and removed when spilled)."""
+    __slots__ = ()
+
+    def append(self, _item):
+        pass
+
+    def extend(self, _items):
+        pass
+
+    def clear(self):
+        pass
 
 
 class _Sweep:
@@ -194,7 +214,10 @@ class _Sweep:
         # The allocations that came and went since the current peak (their
         # records): with the state at the end they give the state at the
         # peak (at_peak) without replaying the log up to it again.
-        self.added, self.removed = [], []
+        # A spilled log (a long recording) keeps none: it is replayed up to
+        # the peak instead, so that memory stays what is live.
+        self.added, self.removed = ([], []) if not log.spilled else \
+            (_Nowhere(), _Nowhere())
         self.peak = 0
         self.peak_i = -1
         self.peak_t = None
@@ -209,8 +232,6 @@ class _Sweep:
     def run(self, stop):
         """Replays the first `stop` events (once per _Sweep)."""
         plan = self.plan
-        kinds, times, pids, tids, col_a, col_b, sizes, keyidx = \
-            self.log.columns()
         sampled = self.sampled
         if sampled:
             AK, FK, OK = SAMPLE, SAMPLE_FREE, ALLOC
@@ -238,140 +259,147 @@ class _Sweep:
         ptotal = pcommit = phw = 0
         clast = NO_POINTER
         ctid, cbase, cruns = None, 0, ()
-        ki = si = 0
         i = -1
         t = None
-        for kind, t, pid, tid, a, b in islice(
-                zip(kinds, times, pids, tids, col_a, col_b), stop):
-            i += 1
-            if t > next_t:   # the state at sample times before this event
-                snap = (total, ctotal, kb[:])
-                while t > next_t:
-                    snaps.append(snap)
-                    j += 1
-                    next_t = ts[j] if j < nts else inf
-            if pid != cpid:
-                if cproc is not None:
+        left = stop
+        for kinds, times, pids, tids, col_a, col_b, sizes, keyidx \
+                in self.log.chunks():
+            if left <= 0:
+                break
+            ki = si = 0   # keyidx and sizes restart in each chunk
+            n = len(kinds) if len(kinds) < left else left
+            left -= n
+            for kind, t, pid, tid, a, b in islice(
+                    zip(kinds, times, pids, tids, col_a, col_b), n):
+                i += 1
+                if t > next_t:   # the state at sample times before this event
+                    snap = (total, ctotal, kb[:])
+                    while t > next_t:
+                        snaps.append(snap)
+                        j += 1
+                        next_t = ts[j] if j < nts else inf
+                if pid != cpid:
+                    if cproc is not None:
+                        cproc.total, cproc.last, cproc.hw, cproc.commit = \
+                            ptotal, clast, phw, pcommit
+                    cproc = procs.get(pid)
+                    if cproc is None:
+                        cproc = procs[pid] = _Proc(pid, track)
+                    clive, cbuckets = cproc.live, cproc.buckets
+                    ptotal, clast, phw, pcommit = \
+                        cproc.total, cproc.last, cproc.hw, cproc.commit
+                    cpid = pid
+                if kind == AK:
+                    k = keyidx[ki]
+                    ki += 1
+                    if tid != ctid:
+                        ctid = tid
+                        cbase, cruns = thread_phase.get(tid, NO_PHASE)
+                    code = cbase + k
+                    if sampled:
+                        size = sizes[si]
+                        si += 1
+                        if size <= 0 or b <= 0:
+                            continue   # stands for nothing (as in fold.Tally)
+                        cnt = b / size
+                        ec[code] += cnt
+                        eb[code] += b
+                        ew2[code] += cnt / size
+                        es[code] += 1
+                    else:
+                        cnt = 1
+                        ec[code] += 1
+                        eb[code] += b
+                    old = clive.get(a)
+                    if old is not None:   # its free was not seen: freed now
+                        reused += 1
+                        remove_rec(old)
+                        osz = old[0]
+                        ptotal -= osz
+                        total -= osz
+                        kb[old[2]] -= osz
+                        for r in old[3]:
+                            run_live[r] -= osz
+                    elif track:
+                        g = a >> gbits
+                        bucket = cbuckets.get(g)
+                        if bucket is None:
+                            bucket = cbuckets[g] = set()
+                        bucket.add(a)
+                    rec = clive[a] = (b, code, k, cruns, cnt)
+                    add_rec(rec)
+                    kb[k] += b
+                    if cruns:
+                        for r in cruns:
+                            run_live[r] += b
+                    ptotal += b
+                    total += b
+                    if ptotal > phw:
+                        phw = ptotal
+                    if total > peak:
+                        peak, peak_i, peak_t, cat_peak = total, i, t, ctotal
+                        added.clear()
+                        removed.clear()
+                    clast = a
+                elif kind == FK:
+                    rec = clive.pop(a, None)
+                    if rec is None:
+                        un_n += 1
+                        un_b += b
+                    else:
+                        remove_rec(rec)
+                        sz = rec[0]
+                        ptotal -= sz
+                        total -= sz
+                        kb[rec[2]] -= sz
+                        if rec[3]:
+                            for r in rec[3]:
+                                run_live[r] -= sz
+                        if a == clast:
+                            temp[rec[1]] += 1
+                        if track:
+                            cbuckets[a >> gbits].discard(a)
+                    clast = NO_POINTER
+                elif kind == OK:   # the other mode's allocation: its cursors
+                    ki += 1
+                    if kind == SAMPLE:
+                        si += 1
+                elif kind == COMMIT:
+                    pcommit += b
+                    ctotal += b
+                    if ctotal > cpeak:
+                        cpeak = ctotal
+                elif kind == DECOMMIT:
+                    # Never below 0: what was committed before the recording
+                    # began is not known.
+                    d = b if b <= pcommit else pcommit
+                    pcommit -= d
+                    ctotal -= d
+                elif kind >= RELEASE:   # release, phases, exit: the rare ones
+                    # (left: the other mode's free, ignored)
+                    if kind == EXIT and last_exit.get(pid) != i:
+                        continue   # not the process's last rt:exit
                     cproc.total, cproc.last, cproc.hw, cproc.commit = \
                         ptotal, clast, phw, pcommit
-                cproc = procs.get(pid)
-                if cproc is None:
-                    cproc = procs[pid] = _Proc(pid, track)
-                clive, cbuckets = cproc.live, cproc.buckets
-                ptotal, clast, phw, pcommit = \
-                    cproc.total, cproc.last, cproc.hw, cproc.commit
-                cpid = pid
-            if kind == AK:
-                k = keyidx[ki]
-                ki += 1
-                if tid != ctid:
-                    ctid = tid
-                    cbase, cruns = thread_phase.get(tid, NO_PHASE)
-                code = cbase + k
-                if sampled:
-                    size = sizes[si]
-                    si += 1
-                    if size <= 0 or b <= 0:
-                        continue   # stands for nothing (as in fold.Tally)
-                    cnt = b / size
-                    ec[code] += cnt
-                    eb[code] += b
-                    ew2[code] += cnt / size
-                    es[code] += 1
-                else:
-                    cnt = 1
-                    ec[code] += 1
-                    eb[code] += b
-                old = clive.get(a)
-                if old is not None:   # its free was not seen: freed now
-                    reused += 1
-                    remove_rec(old)
-                    osz = old[0]
-                    ptotal -= osz
-                    total -= osz
-                    kb[old[2]] -= osz
-                    for r in old[3]:
-                        run_live[r] -= osz
-                elif track:
-                    g = a >> gbits
-                    bucket = cbuckets.get(g)
-                    if bucket is None:
-                        bucket = cbuckets[g] = set()
-                    bucket.add(a)
-                rec = clive[a] = (b, code, k, cruns, cnt)
-                add_rec(rec)
-                kb[k] += b
-                if cruns:
-                    for r in cruns:
-                        run_live[r] += b
-                ptotal += b
-                total += b
-                if ptotal > phw:
-                    phw = ptotal
-                if total > peak:
-                    peak, peak_i, peak_t, cat_peak = total, i, t, ctotal
-                    added.clear()
-                    removed.clear()
-                clast = a
-            elif kind == FK:
-                rec = clive.pop(a, None)
-                if rec is None:
-                    un_n += 1
-                    un_b += b
-                else:
-                    remove_rec(rec)
-                    sz = rec[0]
-                    ptotal -= sz
-                    total -= sz
-                    kb[rec[2]] -= sz
-                    if rec[3]:
-                        for r in rec[3]:
-                            run_live[r] -= sz
-                    if a == clast:
-                        temp[rec[1]] += 1
-                    if track:
-                        cbuckets[a >> gbits].discard(a)
-                clast = NO_POINTER
-            elif kind == OK:   # the other mode's allocation: its cursors
-                ki += 1
-                if kind == SAMPLE:
-                    si += 1
-            elif kind == COMMIT:
-                pcommit += b
-                ctotal += b
-                if ctotal > cpeak:
-                    cpeak = ctotal
-            elif kind == DECOMMIT:
-                # Never below 0: what was committed before the recording
-                # began is not known.
-                d = b if b <= pcommit else pcommit
-                pcommit -= d
-                ctotal -= d
-            elif kind >= RELEASE:   # release, phases, exit: the rare ones
-                # (left: the other mode's free, ignored)
-                if kind == EXIT and last_exit.get(pid) != i:
-                    continue   # not the process's last rt:exit
-                cproc.total, cproc.last, cproc.hw, cproc.commit = \
-                    ptotal, clast, phw, pcommit
-                self.total, self.ctotal = total, ctotal
-                if kind == RELEASE:
-                    self._release(cproc, a, b)
-                elif kind == PHASE_BEGIN:
-                    self._begin(cproc, tid, a, t)
-                    ctid = None
-                elif kind == PHASE_END:
-                    self._end(tid, a, t)
-                    ctid = None
-                else:
-                    self._exit(cproc, t, drop=True)
-                    ctid = None
-                total, ctotal = self.total, self.ctotal
-                if kind == EXIT:
-                    cpid = cproc = None   # the pid starts afresh if seen
-                    continue
-                clive, cbuckets = cproc.live, cproc.buckets
-                ptotal, clast, phw, pcommit = \
-                    cproc.total, cproc.last, cproc.hw, cproc.commit
+                    self.total, self.ctotal = total, ctotal
+                    if kind == RELEASE:
+                        self._release(cproc, a, b)
+                    elif kind == PHASE_BEGIN:
+                        self._begin(cproc, tid, a, t)
+                        ctid = None
+                    elif kind == PHASE_END:
+                        self._end(tid, a, t)
+                        ctid = None
+                    else:
+                        self._exit(cproc, t, drop=True)
+                        ctid = None
+                    total, ctotal = self.total, self.ctotal
+                    if kind == EXIT:
+                        cpid = cproc = None   # the pid starts afresh if seen
+                        continue
+                    clive, cbuckets = cproc.live, cproc.buckets
+                    ptotal, clast, phw, pcommit = \
+                        cproc.total, cproc.last, cproc.hw, cproc.commit
         if cproc is not None:
             cproc.total, cproc.last, cproc.hw, cproc.commit = \
                 ptotal, clast, phw, pcommit
@@ -547,7 +575,7 @@ def sample_times(log, points):
     its last, both included (integer ns, no repeats)."""
     if not len(log) or points < 1:
         return []
-    t0, t1 = log.times[0], log.times[-1]
+    t0, t1 = log.first_time(), log.last_time()
     if points == 1 or t1 <= t0:
         return [t1]
     out = []
@@ -613,9 +641,10 @@ def sweep(log, mode, points=400):
     main = _Sweep(log, plan, times).run(len(log))
     if main.peak_i < 0:
         peak_codes, peak_kb = {}, [0] * plan.nkeys
-    elif plan.sampled:
+    elif plan.sampled or log.spilled:
         # Replayed up to the peak: its float sums then come out exactly
-        # as they always have (sampled logs are short).
+        # as they always have (sampled logs are short); a spilled log
+        # kept no record of what came and went since the peak.
         at_peak = _Sweep(log, plan, []).run(main.peak_i + 1)
         peak_codes, peak_kb = at_peak.live_by_code(), at_peak.kb
     else:

@@ -133,23 +133,23 @@ def phase_bands(log, names, start, span):
     """[(name, start, end)] of the outermost phase runs of every thread,
     relative to start; runs of one phase closer than BAND_GAP of the span
     are merged, so a phase run thousands of times stays one band."""
-    kinds, times, tids, ids = log.kinds, log.times, log.tids, log.a
     open_runs = {}   # tid -> [(id, start)]
     runs = []
-    for i in range(len(kinds)):
-        k = kinds[i]
-        if k == eventlog.PHASE_BEGIN:
-            open_runs.setdefault(tids[i], []).append((ids[i], times[i]))
-        elif k == eventlog.PHASE_END:
-            stack = open_runs.get(tids[i])
-            ids_open = [p for p, _ in stack] if stack else []
-            if ids[i] in ids_open:
-                while stack:
-                    ph, t = stack.pop()
-                    if not stack:
-                        runs.append((ph, t, times[i]))
-                    if ph == ids[i]:
-                        break
+    for kinds, times, _pids, tids, ids, _b, _s, _k in log.chunks():
+        for i in range(len(kinds)):
+            k = kinds[i]
+            if k == eventlog.PHASE_BEGIN:
+                open_runs.setdefault(tids[i], []).append((ids[i], times[i]))
+            elif k == eventlog.PHASE_END:
+                stack = open_runs.get(tids[i])
+                ids_open = [p for p, _ in stack] if stack else []
+                if ids[i] in ids_open:
+                    while stack:
+                        ph, t = stack.pop()
+                        if not stack:
+                            runs.append((ph, t, times[i]))
+                        if ph == ids[i]:
+                            break
     end = start + span
     for stack in open_runs.values():
         if stack:

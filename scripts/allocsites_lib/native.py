@@ -109,6 +109,7 @@ class Stream:
         self.events = 0
         self.mail = []
         self.on_block = None    # called after each block of events
+        self.spill = None       # the event log's maybe_spill
 
     def feed(self, f):
         """Reads blocks from the binary file f until its end."""
@@ -209,6 +210,8 @@ class Stream:
             except Exception:  # noqa: BLE001 - counted, as allocsites.py
                 self.handler_errors += 1
         self.events += count
+        if self.spill is not None:
+            self.spill()
         if self.on_block is not None:
             self.on_block()
 
@@ -228,6 +231,16 @@ def run(reader, data, tally, total=0, err=None, progress=None):
     pids = reader_.pids
     handle = hotpath.handler(reader_, tally)
     stream = Stream(handle, pids)
+    if tally.log is not None:
+        # The log goes to a file as it grows (eventlog.py): the report's
+        # memory is then the live allocations and the distinct stacks,
+        # not the recording's length.
+        try:
+            tally.log.spill_to()
+        except OSError as e:
+            raise RuntimeError("cannot make a temporary file for the event "
+                               "log (TMPDIR): %s" % e)
+        stream.spill = tally.log.maybe_spill
     if progress.enabled and total:
         stream.on_block = lambda: progress.show(
             parallel.progress_text(stream.events, total))
@@ -244,12 +257,17 @@ def run(reader, data, tally, total=0, err=None, progress=None):
             stream.feed(proc.stdout)
         except StreamError as e:
             read_errors.append("allocsites-read: its output %s" % e)
+        except OSError as e:   # the event log's file: a full disk
+            raise RuntimeError("cannot write the event log to a temporary "
+                               "file (TMPDIR): %s" % e)
         handle.flush()
         proc.stdout.close()
         errors = proc.stderr.read().decode("utf-8", "replace")
         status = proc.wait()
     except OSError as e:
         raise RuntimeError("cannot run %s: %s" % (reader, e))
+    except RuntimeError:
+        raise
     finally:
         for sig in saved:
             signal.signal(sig, signal.SIG_IGN)

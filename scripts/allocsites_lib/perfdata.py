@@ -565,8 +565,28 @@ class _Decompressor:
                 return
 
 
-def scan(path):
-    """Scan of the perf.data at path, or PerfDataError."""
+class _Count:
+    """Stands for Scan.times when they are not kept (scan(keep_times=
+    False)): counts the samples in constant memory."""
+    __slots__ = ("n",)
+
+    def __init__(self):
+        self.n = 0
+
+    def append(self, _t):
+        self.n += 1
+
+    def sort(self):
+        pass
+
+    def __len__(self):
+        return self.n
+
+
+def scan(path, keep_times=True):
+    """Scan of the perf.data at path, or PerfDataError. keep_times False:
+    times is None and depths empty (the native report needs neither, and
+    they grow with the recording: 36 bytes a sample)."""
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -576,14 +596,14 @@ def scan(path):
     except OSError as e:
         raise PerfDataError("cannot read %s: %s" % (path, e))
     try:
-        return _scan(mm, size)
+        return _scan(mm, size, keep_times)
     except struct.error as e:
         raise PerfDataError("unreadable record: %s" % e, corrupt=True)
     finally:
         mm.close()
 
 
-def _scan(mm, size):
+def _scan(mm, size, keep_times=True):
     (attr_size, attrs_off, attrs_size, data_off, data_size,
      bits) = read_header(mm, size)
     attrs = read_attrs(mm, size, attr_size, attrs_off, attrs_size)
@@ -595,7 +615,11 @@ def _scan(mm, size):
     if FEAT_CMDLINE in sections:
         result.cmdline = read_cmdline(mm, sections[FEAT_CMDLINE])
     result.data_size = data_size
+    if not keep_times:
+        result.times = _Count()
     records = _Records(attrs, result)
+    if not keep_times:
+        records.stacks = False   # no depths either
     result.all_tracepoints = records.all_tracepoints
     decompressor = None
     if FEAT_COMPRESSED in sections:
@@ -628,6 +652,8 @@ def _scan(mm, size):
     result.depths = _depths(result._stack_points,
                             max(a.stack_user for a in attrs))
     result._stack_points = []
+    if not keep_times:
+        result.times = None
     return result
 
 

@@ -138,13 +138,30 @@ class BoundedMemory(ProfileTest):
         rec = allocsites(["record", "-o", data, "--", program("t_basic"),
                           "300"], env={"TRUTH_FILE": os.devnull})
         self.assertEqual(rec.returncode, 0, rec.stderr)
+        # perf script's workers: memory
         rep = allocsites(["report", "-i", data],
-                         env={"ALLOCSITES_MEMORY": str(10 << 20)})
+                         env={"ALLOCSITES_MEMORY": str(10 << 20),
+                              "ALLOCSITES_READER": "perf"})
         self.assertEqual(rep.returncode, 1)
         self.assertEqual(rep.stdout, "")
         self.assertRegex(rep.stderr, r"\Aallocsites: error: cannot report "
                          r".*needs about [0-9.]+ GB of memory \(\d+ events.*"
                          r"--sample.*\n\Z")
+        # the native reader: its event log on a filesystem too small for it
+        small = os.path.join(self.tmp, "small")
+        os.mkdir(small)
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k",
+                                  "allocsites-test", small],
+                                 stderr=subprocess.PIPE)
+        if mounted.returncode != 0:
+            self.skipTest("cannot mount a tmpfs here")
+        self.addCleanup(subprocess.run, ["umount", small])
+        rep = allocsites(["report", "-i", data], env={"TMPDIR": small})
+        self.assertEqual(rep.returncode, 1, rep.stderr)
+        self.assertEqual(rep.stdout, "")
+        self.assertRegex(rep.stderr, r"\Aallocsites: error: cannot report "
+                         r".*event log needs about [0-9.]+ GB in %s.*TMPDIR"
+                         r".*\n\Z" % small)
 
 
 class ReaderErrors(unittest.TestCase):

@@ -87,6 +87,20 @@ class Fits(unittest.TestCase):
         self.assertIn("--sample", msg)
         self.assertIsNone(limits.fits(events, None))
 
+    def test_perf_script_holds_the_decompressed_recording(self):
+        msg = limits.fits(1000, 10 ** 9, decompressed=90 * 10 ** 9)
+        self.assertIn("90.0 GB the recording decompresses to", msg)
+        self.assertIn("native reader", msg)
+
+    def test_native_log_on_disk(self):
+        events = 10 ** 8
+        need = limits.LOG_BYTES_PER_EVENT * events
+        self.assertIsNone(limits.native_fits(events, "/tmp", free=need))
+        msg = limits.native_fits(events, "/tmp", free=need - 1)
+        self.assertIn("%.1f GB in /tmp" % (need / 1e9), msg)
+        self.assertIn("TMPDIR", msg)
+        self.assertIsNone(limits.native_fits(events, "/nonexistent/dir"))
+
     def test_environment_bounds_what_is_available(self):
         self.assertEqual(limits.memory_available(
             {"ALLOCSITES_MEMORY": "12345"}), 12345)

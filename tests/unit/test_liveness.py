@@ -57,10 +57,15 @@ class Builder:
         return log_of(self.events)
 
 
-def log_of(events):
+def log_of(events, spill_every=None):
+    """The EventLog of events; spill_every: spilled to a file every that
+    many events (as the native report's log is), read back in chunks."""
     log = EventLog()
+    if spill_every:
+        log.spill_to(every=spill_every)
     for kind, t, pid, tid, a, b, size, key in events:
         log.append(kind, t, pid, tid, a, b, key=key, size=size)
+        log.maybe_spill()
     return log
 
 
@@ -329,10 +334,15 @@ class Case(unittest.TestCase):
         """sweep() on events, after checking it against the reference."""
         got = sweep(log_of(events), mode, points)
         want = reference(events, mode, points)
+        # and the same log spilled in chunks of 7 events (the replay to
+        # the peak instead of the undo, chunk boundaries everywhere)
+        spilled = sweep(log_of(events, spill_every=7), mode, points)
         for field in liveness.Liveness._fields:
             with self.subTest(field=field):
                 self.assertEqual(comparable(getattr(got, field)),
                                  comparable(getattr(want, field)))
+                self.assertEqual(comparable(getattr(spilled, field)),
+                                 comparable(getattr(got, field)))
         return got
 
 
