@@ -164,12 +164,12 @@ class Run:
         from allocsites_lib import pipeline
         from allocsites_lib.symbolize import Symbolizer
         data = pipeline.data_path(self.perf_argv)
-        lost, reason, tail_cut = recording_loss(data)
+        lost, reason, tail_cut, unwind = recording_loss(data)
         report = pipeline.finish_report(
             self.tally, self.opts, Symbolizer(), lost, reason, data,
             self.handler_errors, self.perf_inlines,
             read_errors=perfstderr.read_errors(perf_said),
-            interrupted=self.interrupted, tail_cut=tail_cut)
+            interrupted=self.interrupted, tail_cut=tail_cut, unwind=unwind)
         pipeline.write_outputs(report, self.opts)
         if self.interrupted:
             return INTERRUPTED
@@ -177,7 +177,7 @@ class Run:
 
 
 def recording_loss(data):
-    """(lost, reason, tail_cut) of the recording perf script reads, as
+    """(lost, reason, tail_cut, unwind) of the recording perf script reads, as
     `allocsites report` has them: from one scan of the file (perf's loss
     records, and whether perf -z cut its last compressed record short),
     else from perf report --stats (a pipe, a file the scan cannot read)."""
@@ -189,9 +189,9 @@ def recording_loss(data):
             scan = None
         if scan is not None:
             lost, reason = scan.lost()
-            return lost, reason, bool(scan.tail_cut)
+            return lost, reason, bool(scan.tail_cut), scan.unwind
     lost, reason = perfrun.count_lost(data)
-    return lost, reason, False
+    return lost, reason, False, None
 
 
 try:

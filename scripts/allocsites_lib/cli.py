@@ -145,7 +145,8 @@ def record(opts, argv, out=sys.stderr):
                             boost.step, pid=pid, control=waker.perf_args(),
                             rings=recorder.RINGS_SAMPLED
                             if opts.sample and not opts.frees
-                            else recorder.RINGS_EXACT)
+                            else recorder.RINGS_EXACT,
+                            unwind=getattr(opts, "unwind", "dwarf"))
                         try:
                             child = subprocess.Popen(
                                 cmd, env=env, preexec_fn=boost.preexec)
@@ -428,7 +429,8 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         build_ids=dict(scan.build_ids if scan is not None else {},
                        **recorder.read_buildids(data)),
         attached=scan is not None and perfdata.attached(scan.cmdline),
-        tail_cut=scan is not None and bool(scan.tail_cut))
+        tail_cut=scan is not None and bool(scan.tail_cut),
+        unwind=scan.unwind if scan is not None else None)
     pipeline.write_outputs(rep, opts, out=stdout, err=err)
     return INCOMPLETE if rep.verdict.complete is False else 0
 

@@ -182,6 +182,15 @@ def add_record_options(p):
                         "(default %d, max 65528, multiple of 8); raise it "
                         "when the report says stacks were cut short"
                         % recorder.DEFAULT_STACK_SIZE)
+    g.add_argument("--unwind", choices=("dwarf", "fp"), default="dwarf",
+                   help="how stacks are taken: dwarf (default) copies "
+                        "--stack-size bytes of stack per allocation and the "
+                        "report unwinds them with the binaries' CFI; fp "
+                        "lets the kernel walk the frame pointers, nothing "
+                        "copied: cheaper and smaller, for programs built "
+                        "with -fno-omit-frame-pointer (a library without "
+                        "them ends the stack there: the report counts "
+                        "such stacks as cut short)")
     g.add_argument("--lib", dest="libs", action="append", default=[],
                    metavar="SO",
                    help="also probe this shared library (one PROG loads "
@@ -271,8 +280,8 @@ def split_program(argv):
     return argv[:i], argv[i + 1:]
 
 
-RECORD_DESTS = ("output", "sample", "stack_size", "libs", "frees", "no_frees",
-                "pid", "duration")
+RECORD_DESTS = ("output", "sample", "stack_size", "unwind", "libs", "frees",
+                "no_frees", "pid", "duration")
 
 
 def program_after_options(parser, args):

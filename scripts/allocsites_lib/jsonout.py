@@ -93,6 +93,9 @@ def report_dict(report, top=None, stacks_site=None):
             profile, stacks_site, top or 10, frame_json)}
            if stacks_site else {}),
         "stacks": stacks,
+        # how the stacks were taken (record --unwind): "dwarf", "fp", or
+        # null when not known (a recording without a call graph)
+        "unwind": report.unwind,
     }
 
 

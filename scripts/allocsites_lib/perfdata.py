@@ -149,6 +149,10 @@ class Scan:
         # -z cut its last compressed record short (docs/design.md, "perf
         # -z and silent loss"); everything before them was read.
         self.tail_cut = 0
+        # How the allocations' stacks were taken: "dwarf" (user registers
+        # and a stack copy, unwound afterwards), "fp" (the kernel's
+        # frame-pointer walk) or None (no call graph).
+        self.unwind = None
 
     def lost(self, event_prefix="sdt_rt:"):
         """(lost, None) or (None, reason): the figures and the rule of
@@ -565,6 +569,17 @@ class _Decompressor:
                 return
 
 
+def unwind_of(attrs):
+    """"dwarf", "fp" or None: how the first attribute with a call graph
+    takes its stacks (allocsites record --unwind)."""
+    for attr in attrs:
+        if attr.sample_type & SAMPLE_CALLCHAIN:
+            if attr.sample_type & SAMPLE_REGS_USER and attr.stack_user:
+                return "dwarf"
+            return "fp"
+    return None
+
+
 class _Count:
     """Stands for Scan.times when they are not kept (scan(keep_times=
     False)): counts the samples in constant memory."""
@@ -615,6 +630,7 @@ def _scan(mm, size, keep_times=True):
     if FEAT_CMDLINE in sections:
         result.cmdline = read_cmdline(mm, sections[FEAT_CMDLINE])
     result.data_size = data_size
+    result.unwind = unwind_of(attrs)
     if not keep_times:
         result.times = _Count()
     records = _Records(attrs, result)

@@ -83,14 +83,14 @@ def wrapper_suspects(profile, min_callers=WRAPPER_CALLERS,
 
 def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                  read_errors=(), interrupted=False, build_ids=None,
-                 attached=False, tail_cut=False):
+                 attached=False, tail_cut=False, unwind=None):
     """data: the perf.data path, to notice binaries rebuilt since;
     build_ids: {path: set of hex build-ids} the recording's MMAP2 records
     name (perfdata.Scan.build_ids), the better way to notice them;
     read_errors: one-line strings, each a part of the recording that perf
     could not read (a failed perf script worker, perf's error lines): the
     profile is then incomplete; interrupted: the report stopped before
-    the end."""
+    the end; unwind: how the stacks were taken (perfdata.Scan.unwind)."""
     names = collect_tag_names(tally, symbolizer)
     tags = set(opts.tag) if opts.tag else None
     mode = tally.mode()
@@ -139,7 +139,12 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     if tally.no_callchain:
         warnings.append("%d allocations have no call chain: record with "
                         "--call-graph dwarf" % tally.no_callchain)
-    if result.truncated:
+    if result.truncated and unwind == "fp":
+        warnings.append("%d allocations have stacks cut short (not reaching "
+                        "main/_start): the kernel's frame-pointer walk stops "
+                        "at a function built without frame pointers; record "
+                        "with --unwind dwarf" % result.truncated)
+    elif result.truncated:
         warnings.append("%d allocations have stacks cut short (not reaching "
                         "main/_start): raise --stack-size (8192 by default; "
                         "16384 reaches main for 99%% of a Lua interpreter's "
@@ -179,7 +184,8 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                     filters=filters, warnings=warnings, sampling=sampling,
                     duplicates=tally.duplicates, verdict=check, pprof=pprof,
                     liveness=live_summary,
-                    duplicates_by_kind=dict(tally.duplicate_kinds))
+                    duplicates_by_kind=dict(tally.duplicate_kinds),
+                    unwind=unwind)
     if sweep is not None and getattr(opts, "timeline", None):
         title = opts.title or "allocsites: live bytes over time"
         timeline_svg = livereport.render_timeline(
@@ -229,7 +235,7 @@ def liveness_of(tally, opts, names, mode, warnings):
 def finish_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                   handler_errors=0, perf_inlines=False, read_errors=(),
                   interrupted=False, build_ids=None, attached=False,
-                  tail_cut=False):
+                  tail_cut=False, unwind=None):
     """build_report plus what only the perf script run knows: handler
     exceptions, inline expansion, no events at all. Used by
     allocsites.py's trace_end and by `allocsites report` after merging
@@ -237,7 +243,7 @@ def finish_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     report = build_report(tally, opts, symbolizer, lost, lost_reason, data,
                           read_errors=read_errors, interrupted=interrupted,
                           build_ids=build_ids, attached=attached,
-                          tail_cut=tail_cut)
+                          tail_cut=tail_cut, unwind=unwind)
     if handler_errors:
         report.warnings.append("%d events raised in the handler and were "
                                "skipped" % handler_errors)

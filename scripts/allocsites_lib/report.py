@@ -26,7 +26,8 @@ Report = collections.namedtuple("Report", [
     "liveness",    # LiveSummary, or None when no frees were recorded
     "timeline",    # --timeline: the SVG text, else None
     "duplicates_by_kind",  # {"alloc": n, "free": n, ...} of duplicates
-], defaults=(None, 0, None, None, None, None, None))
+    "unwind",      # "dwarf", "fp" or None: how the stacks were taken
+], defaults=(None, 0, None, None, None, None, None, None))
 
 # Who holds the memory (liveness.py computes it; docs/output-formats.md
 # describes it). Estimates (floats) in sampled mode.

@@ -58,6 +58,7 @@ def _fields(scan):
         "data_size": scan.data_size,
         "all_tracepoints": scan.all_tracepoints,
         "build_ids": {p: sorted(ids) for p, ids in scan.build_ids.items()},
+        "unwind": scan.unwind,
         "cmdline": scan.cmdline,
         "code": sorted(scan.code),
         "tail_cut": scan.tail_cut,
@@ -133,6 +134,9 @@ def _scan_of(fields, times):
     scan.cmdline = [str(a) for a in fields["cmdline"]]
     scan.code = set(map(str, fields["code"]))
     scan.tail_cut = int(fields["tail_cut"])
+    scan.unwind = fields.get("unwind")
+    if scan.unwind not in (None, "dwarf", "fp"):
+        raise ValueError("unwind")
     scan.pids = {int(tid): int(pid) for tid, pid in fields["pids"]}
     scan.depths = [(int(t), int(b)) for t, b in fields["depths"]]
     return scan

@@ -100,6 +100,38 @@ class NativeAgainstPerf(ProfileTest):
         self.assertGreater(len(deepest["frames"]), 400)
 
 
+class FramePointers(ProfileTest):
+    """--unwind fp: the kernel's frame-pointer walk, nothing copied."""
+
+    def test_fp_and_dwarf_give_the_same_sites(self):
+        reports = {}
+        for unwind in ("fp", "dwarf"):
+            report, truth, _, rep = self.profile(
+                program("t_basic_fp"), ["300"],
+                record_args=["--unwind", unwind])
+            self.assertMatchesTruth(report, truth)
+            self.assertLossless(report)
+            self.assertEqual(report["unwind"], unwind)
+            self.assertEqual(report["truncated_allocations"], 0)
+            reports[unwind] = report
+        key = [(s["function"], s["file"], s["line"], s["count"], s["bytes"])
+               for s in reports["fp"]["sites"]]
+        self.assertEqual(key, [(s["function"], s["file"], s["line"],
+                                s["count"], s["bytes"])
+                               for s in reports["dwarf"]["sites"]])
+
+    def test_fp_without_frame_pointers_says_so(self):
+        # t_basic keeps no frame pointers: the kernel's walk is cut, and
+        # the warning must not advise a larger stack copy
+        report, _, _, rep = self.profile(program("t_basic"), ["300"],
+                                         record_args=["--unwind", "fp"])
+        self.assertEqual(report["unwind"], "fp")
+        self.assertEqual(report["truncated_allocations"],
+                         report["totals"]["count"])
+        self.assertIn("--unwind dwarf", rep.stderr)
+        self.assertNotIn("--stack-size", rep.stderr)
+
+
 class BoundedMemory(ProfileTest):
 
     def test_report_under_an_address_space_cap(self):

@@ -21,7 +21,8 @@ class RecordOptionsTest(unittest.TestCase):
         inv = parse(["record", "--", "./prog", "-x"])
         self.assertEqual(inv.form, "record")
         self.assertEqual(vars(inv.record), {
-            "output": "perf.data", "stack_size": 8192, "libs": [],
+            "output": "perf.data", "stack_size": 8192, "unwind": "dwarf",
+            "libs": [],
             "frees": False, "no_frees": False, "sample": 0, "pid": None,
             "duration": None})
         self.assertEqual(inv.program, ["./prog", "-x"])
@@ -31,7 +32,8 @@ class RecordOptionsTest(unittest.TestCase):
                      "a.so", "--lib=b.so", "--frees", "--sample", "512k",
                      "--", "p"])
         self.assertEqual(vars(inv.record), {
-            "output": "r.data", "stack_size": 16384, "libs": ["a.so", "b.so"],
+            "output": "r.data", "stack_size": 16384, "unwind": "dwarf",
+            "libs": ["a.so", "b.so"],
             "frees": True, "no_frees": False, "sample": 524288, "pid": None,
             "duration": None})
 

@@ -199,6 +199,7 @@ class JsonTest(unittest.TestCase):
                  "count": 5, "bytes": 1024, "tags": {"7": 1024},
                  "peak": None, "leaked": None, "temporary": None},
             ],
+            "unwind": None,
         })
 
     def test_ends_with_newline(self):

@@ -276,7 +276,7 @@ class LiveJsonTest(unittest.TestCase):
             "version", "mode", "samples", "sample_bytes", "lost",
             "lost_reason", "complete", "complete_reason", "check", "events",
             "totals", "truncated_allocations", "liveness", "phases",
-            "filters", "warnings", "sites", "stacks"])
+            "filters", "warnings", "sites", "stacks", "unwind"])
 
     def test_sampled_estimates_and_null_temporary(self):
         doc = json.loads(jsonout.render_json(live_report(sampled=True)))
