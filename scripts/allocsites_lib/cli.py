@@ -455,6 +455,26 @@ def main(argv=None):
     except KeyboardInterrupt:
         sys.stderr.write("allocsites: interrupted\n")
         return 130
+    except BrokenPipeError:
+        # The reader of our output went away (`| head`, a pager quit): end
+        # quietly, as perf script does; Python's own flush at exit would
+        # fail again, so stdout goes to /dev/null first.
+        _quiet_stdout()
+        return 0
+    except OSError as e:   # an output that cannot be written: a full disk
+        _quiet_stdout()
+        sys.stderr.write("allocsites: error: cannot write %s: %s\n"
+                         % (e.filename or "the output", e.strerror or e))
+        return 1
+
+
+def _quiet_stdout():
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def run_diff(opts, out=sys.stdout):

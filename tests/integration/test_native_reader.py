@@ -196,6 +196,32 @@ class BoundedMemory(ProfileTest):
                          r".*\n\Z" % small)
 
 
+class OutputErrors(ProfileTest):
+    """An output that cannot be written: a closed pipe ends quietly (as
+    perf script | head does), a full disk is one line and status 1."""
+
+    def test_closed_pipe_and_full_disk(self):
+        data = os.path.join(self.tmp, "run.data")
+        rec = allocsites(["record", "-o", data, "--", program("t_basic"),
+                          "50"], env={"TRUTH_FILE": os.devnull})
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        argv = ["/usr/bin/python3", os.path.join(ROOT, "scripts",
+                                                 "allocsites"),
+                "report", "-i", data]
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        proc.stdout.close()   # before the report writes its first line
+        err = proc.stderr.read().decode()
+        self.assertEqual(proc.wait(), 0, err)
+        self.assertNotIn("Traceback", err)
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run(argv, stdout=full, stderr=subprocess.PIPE,
+                                  universal_newlines=True)
+        self.assertEqual(proc.returncode, 1)
+        self.assertRegex(proc.stderr, r"\Aallocsites: error: cannot write "
+                         r".*No space left on device\n\Z")
+
+
 class ReaderErrors(unittest.TestCase):
 
     def run_reader(self, path):
