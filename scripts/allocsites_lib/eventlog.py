@@ -26,10 +26,10 @@ Columns (one entry per event unless said):
   exit         0      0       the process's rt:exit
 
 Spilled (spill_to): a long recording's log does not stay in memory. Every
-SPILL_EVERY events the columns are appended to an unlinked temporary
+SPILL_EVERY events (2^19) the columns are appended to an unlinked temporary
 file and emptied in place (the hot path keeps references to them), and
 readers walk chunks() instead of the columns: memory is then one chunk
-(about 35 MB), not the run's length. The native report spills; the
+(about 18 MB), not the run's length. The native report spills; the
 perf script workers' logs travel pickled and are not spilled.
 
 Memory: 33 bytes an event, plus 4 for alloc and sample events and 8 more
@@ -69,7 +69,7 @@ def _clamp(value, lo, hi):
     return lo if value < lo else hi if value > hi else value
 
 
-SPILL_EVERY = 1 << 20
+SPILL_EVERY = 1 << 19
 
 
 class EventLog:

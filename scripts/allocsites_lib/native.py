@@ -35,6 +35,9 @@ FRAME = struct.Struct("<IIIIQQQ")
 _SIGN = 1 << 63
 _WRAP = 1 << 64
 PLAIN_FIELDS = ("kind", "a", "b", "c", "d", "e", "f", "g", "h")
+# Plain events handed to handle.mail at once, at most: a program that
+# frees everything at its end sends millions in a row.
+MAIL_BATCH = 4096
 
 # The Result of parallel.run, which the report takes either way.
 Result = collections.namedtuple(
@@ -196,6 +199,9 @@ class Stream:
                     self.plain_name = d.name
                 v = rec[5:]
                 mail.append((time, tid) + tuple(v[i] for i in at))
+                if len(mail) >= MAIL_BATCH:   # a long run of frees
+                    self.flush_mail()
+                    mail = self.mail
                 continue
             if mail:
                 self.flush_mail()
