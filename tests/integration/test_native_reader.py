@@ -180,14 +180,17 @@ class BoundedMemory(ProfileTest):
                          r".*needs about [0-9.]+ GB of memory \(\d+ events.*"
                          r"--sample.*\n\Z")
         # the native reader: its event log on a filesystem too small for it
-        small = os.path.join(self.tmp, "small")
-        os.mkdir(small)
+        # (its own directory: tearDown's rmtree of self.tmp runs before
+        # the cleanups, and would leave a directory with a mount in it)
+        import tempfile
+        small = tempfile.mkdtemp(prefix="allocsites-test-small-")
+        self.addCleanup(os.rmdir, small)
         mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8k",
                                   "allocsites-test", small],
                                  stderr=subprocess.PIPE)
         if mounted.returncode != 0:
             self.skipTest("cannot mount a tmpfs here")
-        self.addCleanup(subprocess.run, ["umount", small])
+        self.addCleanup(subprocess.run, ["umount", small], check=True)
         rep = allocsites(["report", "-i", data], env={"TMPDIR": small})
         self.assertEqual(rep.returncode, 1, rep.stderr)
         self.assertEqual(rep.stdout, "")
