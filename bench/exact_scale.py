@@ -8,6 +8,8 @@ For each size (minicc UNITS: about 418 allocations a unit, so 250, 2500,
 one run on this machine:
 
   native            minicc alone (wall time)
+  no call graph     `allocsites record --unwind none`: every event, no
+                    stack: the floor the other modes are measured from
   allocsites dwarf  `allocsites record` (DWARF stack copies, the default),
                     then `allocsites report` (the native reader)
   allocsites fp     the same on build/minicc-fp with --unwind fp
@@ -184,6 +186,8 @@ def main():
             say("native minicc %d" % units)
             nat_s, _, _, _ = run([minicc, str(units)])
             rows = [["native", "%.2f s" % nat_s, "", "", "", ""]]
+            rows.append(allocsites_row("no call graph (floor)", minicc,
+                                       units, tmp, ["--unwind", "none"]))
             rows.append(allocsites_row("allocsites dwarf", minicc, units,
                                        tmp))
             rows.append(allocsites_row("allocsites fp", minicc_fp, units,

@@ -570,14 +570,16 @@ class _Decompressor:
 
 
 def unwind_of(attrs):
-    """"dwarf", "fp" or None: how the first attribute with a call graph
-    takes its stacks (allocsites record --unwind)."""
+    """"dwarf", "fp" or "none": how the first tracepoint attribute with a
+    call graph takes its stacks (allocsites record --unwind); "none" when
+    no tracepoint has one (the plain event never does)."""
     for attr in attrs:
-        if attr.sample_type & SAMPLE_CALLCHAIN:
+        if attr.sample_type & SAMPLE_CALLCHAIN and \
+                attr.type == PERF_TYPE_TRACEPOINT:
             if attr.sample_type & SAMPLE_REGS_USER and attr.stack_user:
                 return "dwarf"
             return "fp"
-    return None
+    return "none"
 
 
 class _Count:

@@ -138,7 +138,8 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                         % tally.events.get("sample", 0))
     if tally.no_callchain:
         warnings.append("%d allocations have no call chain: record with "
-                        "--call-graph dwarf" % tally.no_callchain)
+                        "--unwind dwarf (the default) or --unwind fp"
+                        % tally.no_callchain)
     if result.truncated and unwind == "fp":
         warnings.append("%d allocations have stacks cut short (not reaching "
                         "main/_start): the kernel's frame-pointer walk stops "

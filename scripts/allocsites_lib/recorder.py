@@ -553,13 +553,15 @@ def record_command(perf, output, alloc_events, plain_events, stack_size,
     program is then started through nice(1) to give it back. pid: attach
     to this running process instead of starting argv. control: perf's
     --control arguments (writerwake.Waker). rings: RINGS_EXACT or
-    RINGS_SAMPLED. unwind: "dwarf" (stack copies of stack_size bytes) or
-    "fp" (the kernel walks the frame pointers; nothing copied)."""
-    call_graph = "fp" if unwind == "fp" else "dwarf,%d" % stack_size
+    RINGS_SAMPLED. unwind: "dwarf" (stack copies of stack_size bytes),
+    "fp" (the kernel walks the frame pointers; nothing copied) or "none"
+    (no call graph: the cost floor)."""
+    call_graph = [] if unwind == "none" else \
+        ["--call-graph", "fp" if unwind == "fp" else "dwarf,%d" % stack_size]
     cmd = [perf, "record", "-o", output,
            "-m", str(mmap_pages(rings=rings))] + \
         [compression_flag()] + list(RECORD_FLAGS) + list(control) + \
-        ["--call-graph", call_graph]
+        call_graph
     for name in alloc_events:
         cmd += ["-e", name]
     for name in plain_events:

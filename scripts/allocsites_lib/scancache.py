@@ -135,7 +135,7 @@ def _scan_of(fields, times):
     scan.code = set(map(str, fields["code"]))
     scan.tail_cut = int(fields["tail_cut"])
     scan.unwind = fields.get("unwind")
-    if scan.unwind not in (None, "dwarf", "fp"):
+    if scan.unwind not in (None, "dwarf", "fp", "none"):
         raise ValueError("unwind")
     scan.pids = {int(tid): int(pid) for tid, pid in fields["pids"]}
     scan.depths = [(int(t), int(b)) for t, b in fields["depths"]]

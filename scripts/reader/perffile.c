@@ -230,26 +230,45 @@ const struct attr *perffile_attr_by_id(const struct perffile *pf, u64 id)
 }
 
 /* perf's evlist__id2evsel: the only attr, or the one whose id the record
- * carries (first u64 of a sample, last of a trailer). */
+ * carries: IDENTIFIER is the first u64 of a sample and the last of a
+ * sample_id_all trailer; without it (all events alike) perf finds ID at a
+ * place the sample_type gives (evsel__calc_id_pos). */
 const struct attr *perffile_attr_of(const struct perffile *pf, const u8 *rec,
 				    u32 size)
 {
 	if (pf->nattrs == 1)
 		return &pf->attrs[0];
 	const struct attr *first = &pf->attrs[0];
-	if (!(first->sample_type & ST_IDENTIFIER))
-		return first;
+	u64 st = first->sample_type;
 	u16 type;
 	memcpy(&type, rec, 2);
 	u64 id;
 	if (type == REC_SAMPLE) {
-		if (size < 16)
+		u32 pos = 8;
+		if (!(st & ST_IDENTIFIER)) {
+			if (!(st & ST_ID))
+				return first;
+			if (st & ST_IP) pos += 8;
+			if (st & ST_TID) pos += 8;
+			if (st & ST_TIME) pos += 8;
+			if (st & ST_ADDR) pos += 8;
+		}
+		if (pos + 8 > size)
 			return NULL;
-		id = le64(rec + 8);
+		id = le64(rec + pos);
 	} else {
-		if (!first->sample_id_all || size < 16)
+		if (!first->sample_id_all)
 			return first;
-		id = le64(rec + size - 8);
+		u32 back = 8;
+		if (!(st & ST_IDENTIFIER)) {
+			if (!(st & ST_ID))
+				return first;
+			if (st & ST_CPU) back += 8;
+			if (st & ST_STREAM_ID) back += 8;
+		}
+		if (back + 8 > size)
+			return first;
+		id = le64(rec + size - back);
 	}
 	if (id == 0)
 		return first;

@@ -72,6 +72,12 @@ class NativeAgainstPerf(ProfileTest):
             ("t_sampled", ["2"], ["--sample", "64k"]),
             ("t_sampled_live", ["2"], ["--sample", "64k"]),
             ("t_basic", ["300"], ["--stack-size", "2048"]),
+            # no call graph: both events' samples alike, told apart by
+            # SAMPLE_ID at its place instead of SAMPLE_IDENTIFIER
+            ("t_basic", ["300"], ["--unwind", "none"]),
+            # (not --unwind fp: perf script leaves fp callers at their
+            # return address, the reader moves them into the call as for
+            # DWARF stacks; FramePointers holds fp to DWARF instead)
         ]
         for name, args, record_args in cases:
             with self.subTest(prog=name, record=record_args):

@@ -121,7 +121,8 @@ class BuildReportTest(unittest.TestCase):
     def test_warnings_in_order(self):
         self.assertEqual(self.build().warnings, [
             "no debug line info in %s: frames shown as function+offset" % LIB,
-            "1 allocations have no call chain: record with --call-graph dwarf",
+            "1 allocations have no call chain: record with --unwind dwarf "
+            "(the default) or --unwind fp",
             "4 allocations have stacks cut short (not reaching main/_start): raise "
             "--stack-size (8192 by default; 16384 reaches main for 99% of a Lua "
             "interpreter's stacks)",
