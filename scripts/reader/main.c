@@ -154,7 +154,7 @@ static int deliver(void *vc, const u8 *rec, u32 size)
 	return 0;
 }
 
-static int on_record(void *vc, const u8 *rec, u32 size)
+static int on_record(void *vc, const u8 *rec, u32 size, struct buf *b)
 {
 	struct ctx *c = vc;
 	u32 type = le32(rec);
@@ -173,7 +173,7 @@ static int on_record(void *vc, const u8 *rec, u32 size)
 	if (record_time(&c->pf, rec, size, &time) || time == 0 ||
 	    time == (u64)-1)
 		return deliver(c, rec, size);
-	return order_queue(c->order, time, rec, size);
+	return order_queue(c->order, time, rec, size, b);
 }
 
 int main(int argc, char **argv)
@@ -216,11 +216,16 @@ int main(int argc, char **argv)
 		char note[512];
 		snprintf(note, sizeof(note),
 			 "samples %llu\nrecords %llu\nrounds %llu\n"
-			 "queue_peak %zu\ntail_cut %llu\n",
+			 "queue_peak %zu\ntail_cut %llu\n"
+			 "unwound_fast %llu\nunwound_libdw %llu\n"
+			 "unwind_mismatch %llu\n",
 			 (unsigned long long)c.samples,
 			 (unsigned long long)c.records,
 			 (unsigned long long)c.rounds, c.peak_queue,
-			 (unsigned long long)c.pf.tail_cut);
+			 (unsigned long long)c.pf.tail_cut,
+			 (unsigned long long)unwind_fast,
+			 (unsigned long long)unwind_slow,
+			 (unsigned long long)unwind_mismatch);
 		emit_text(c.em, 0, note);
 		if (emit_close(c.em) && !rc) {
 			fprintf(stderr, "allocsites-read: cannot write its "
@@ -230,6 +235,12 @@ int main(int argc, char **argv)
 	} else {
 		fflush(stdout);
 	}
+	if (getenv("ALLOCSITES_READER_VERIFY"))
+		fprintf(stderr, "allocsites-read: unwound %llu samples from "
+			"cached CFI, %llu with libdw; %llu differ\n",
+			(unsigned long long)unwind_fast,
+			(unsigned long long)unwind_slow,
+			(unsigned long long)unwind_mismatch);
 	if (rc) {
 		fprintf(stderr, "allocsites-read: %s\n", err);
 		return 1;

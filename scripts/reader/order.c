@@ -16,6 +16,8 @@ struct chunk;
 struct entry {
 	u64 time, seq;
 	struct chunk *chunk;
+	struct buf *buf;        /* rec lies there (not copied), or NULL */
+	const u8 *rec;
 	u32 size;
 	u8 data[];
 };
@@ -79,7 +81,8 @@ struct order *order_new(deliver_fn fn, void *ctx)
 	return o;
 }
 
-int order_queue(struct order *o, u64 time, const u8 *rec, u32 size)
+int order_queue(struct order *o, u64 time, const u8 *rec, u32 size,
+		struct buf *b)
 {
 	if (o->n == o->cap) {
 		o->cap = o->cap ? o->cap * 2 : 4096;
@@ -89,15 +92,22 @@ int order_queue(struct order *o, u64 time, const u8 *rec, u32 size)
 	}
 	if (size > CHUNK_SIZE / 2)
 		return -1;
-	struct entry *e = alloc_entry(o, size);
+	struct entry *e = alloc_entry(o, b ? 0 : size);
 	if (!e)
 		return -1;
 	e->time = time;
 	e->seq = o->seq++;
 	e->size = size;
-	memcpy(e->data, rec, size);
-	o->q[o->n++] = e;
+	e->buf = b;
+	if (b) {
+		buf_retain(b);
+		e->rec = rec;
+	} else {
+		memcpy(e->data, rec, size);
+		e->rec = e->data;
+	}
 	o->bytes += size;
+	o->q[o->n++] = e;
 	if (time > o->max_time)
 		o->max_time = time;
 	return 0;
@@ -121,8 +131,10 @@ static int deliver_upto(struct order *o, u64 limit, int all)
 		struct entry *e = o->q[i];
 		if (!all && e->time > limit)
 			break;
-		if (!rc && o->fn(o->ctx, e->data, e->size) < 0)
+		if (!rc && o->fn(o->ctx, e->rec, e->size) < 0)
 			rc = -1;
+		if (e->buf)
+			buf_release(e->buf);
 		o->bytes -= e->size;
 		free_entry(o, e);
 	}
@@ -150,8 +162,11 @@ size_t order_bytes(const struct order *o)
 
 void order_free(struct order *o)
 {
-	for (size_t i = 0; i < o->n; i++)
+	for (size_t i = 0; i < o->n; i++) {
+		if (o->q[i]->buf)
+			buf_release(o->q[i]->buf);
 		free_entry(o, o->q[i]);
+	}
 	while (o->free_chunks) {
 		struct chunk *c = o->free_chunks;
 		o->free_chunks = c->next;

@@ -23,7 +23,7 @@
 /* Decompressed records are walked in a buffer this size: a record is at
  * most 64 KiB (its size is a u16), so one always fits after a partial
  * one is moved to the front. */
-#define OUT_SIZE (4u << 20)
+#define OUT_SIZE BUF_SIZE
 
 static int fail(char *err, size_t errlen, const char *fmt, const char *a)
 {
@@ -379,32 +379,55 @@ int parse_sample(const struct perffile *pf, const u8 *rec, u32 size,
 	return 0;
 }
 
+/* The decompressed records not yet walked: buf[start, fill) of cur. */
+struct zout {
+	struct buf *cur;
+	u8 *buf;
+	size_t start, fill;
+};
+
 /* Walks records in buf[0, n); returns the bytes consumed (whole records),
  * or -1 after a record too small to be one. */
 static long walk(struct perffile *pf, const u8 *buf, size_t n,
-		 record_fn fn, void *ctx, ZSTD_DCtx *dctx, u8 *out,
-		 size_t *out_fill, int nested, char *err, size_t errlen);
+		 record_fn fn, void *ctx, ZSTD_DCtx *dctx, struct zout *z,
+		 char *err, size_t errlen);
 
 static int decompress(struct perffile *pf, const u8 *src, size_t n,
-		      ZSTD_DCtx *dctx, u8 *out, size_t *fill, record_fn fn,
+		      ZSTD_DCtx *dctx, struct zout *z, record_fn fn,
 		      void *ctx, char *err, size_t errlen)
 {
 	ZSTD_inBuffer in = { src, n, 0 };
 	while (in.pos < in.size) {
-		ZSTD_outBuffer o = { out, OUT_SIZE, *fill };
+		/* A new buffer only when the end is near (zstd writes a
+		 * block at a time): the partial record at the end moves. */
+		if (OUT_SIZE - z->fill < (256u << 10)) {
+			/* a fresh buffer: records queued in this one keep
+			 * it until they are delivered (buf.c) */
+			struct buf *next = buf_get();
+			if (!next)
+				return fail(err, errlen, "%s: out of memory",
+					    pf->path);
+			memcpy(buf_data(next), z->buf + z->start,
+			       z->fill - z->start);
+			z->fill -= z->start;
+			z->start = 0;
+			buf_release(z->cur);
+			z->cur = next;
+			z->buf = buf_data(next);
+		}
+		ZSTD_outBuffer o = { z->buf, OUT_SIZE, z->fill };
 		size_t r = ZSTD_decompressStream(dctx, &o, &in);
 		if (ZSTD_isError(r))
 			return fail(err, errlen, "%s: a compressed record does "
 				    "not decompress (the file is damaged)",
 				    pf->path);
-		*fill = o.pos;
-		long used = walk(pf, out, *fill, fn, ctx, NULL, NULL, NULL, 1,
-				 err, errlen);
+		z->fill = o.pos;
+		long used = walk(pf, z->buf + z->start, z->fill - z->start, fn,
+				 ctx, NULL, z, err, errlen);
 		if (used < 0)
 			return -1;
-		memmove(out, out + used, *fill - (size_t)used);
-		*fill -= (size_t)used;
-		if (o.pos == o.size && used == 0)
+		z->start += (size_t)used;
+		if (o.pos == o.size && used == 0 && z->start == 0)
 			return fail(err, errlen, "%s: a decompressed record "
 				    "is larger than any perf writes", pf->path);
 	}
@@ -412,8 +435,8 @@ static int decompress(struct perffile *pf, const u8 *src, size_t n,
 }
 
 static long walk(struct perffile *pf, const u8 *buf, size_t n,
-		 record_fn fn, void *ctx, ZSTD_DCtx *dctx, u8 *out,
-		 size_t *out_fill, int nested, char *err, size_t errlen)
+		 record_fn fn, void *ctx, ZSTD_DCtx *dctx, struct zout *z,
+		 char *err, size_t errlen)
 {
 	size_t pos = 0;
 	while (pos + 8 <= n) {
@@ -427,13 +450,12 @@ static long walk(struct perffile *pf, const u8 *buf, size_t n,
 		}
 		if (pos + size > n)
 			break;
-		if (type == REC_COMPRESSED && !nested) {
-			if (decompress(pf, buf + pos + 8, size - 8u, dctx, out,
-				       out_fill, fn, ctx, err, errlen))
+		if (type == REC_COMPRESSED && dctx) {
+			if (decompress(pf, buf + pos + 8, size - 8u, dctx, z,
+				       fn, ctx, err, errlen))
 				return -1;
-		} else {
-			if (fn(ctx, buf + pos, size) < 0)
-				return -1;
+		} else if (fn(ctx, buf + pos, size, dctx ? NULL : z->cur) < 0) {
+			return -1;
 		}
 		pos += size;
 	}
@@ -443,12 +465,14 @@ static long walk(struct perffile *pf, const u8 *buf, size_t n,
 int perffile_records(struct perffile *pf, record_fn fn, void *ctx,
 		     char *err, size_t errlen)
 {
-	u8 *in = malloc(IN_SIZE), *out = malloc(OUT_SIZE);
+	u8 *in = malloc(IN_SIZE);
+	struct zout z = { buf_get(), NULL, 0, 0 };
+	z.buf = z.cur ? buf_data(z.cur) : NULL;
 	ZSTD_DCtx *dctx = ZSTD_createDCtx();
-	size_t fill = 0, out_fill = 0;
+	size_t fill = 0;
 	u64 left = pf->data_size;
 	int rc = 0;
-	if (!in || !out || !dctx || fseeko(pf->f, (off_t)pf->data_offset,
+	if (!in || !z.buf || !dctx || fseeko(pf->f, (off_t)pf->data_offset,
 					   SEEK_SET)) {
 		rc = fail(err, errlen, "%s: cannot read its data", pf->path);
 		goto done;
@@ -467,8 +491,8 @@ int perffile_records(struct perffile *pf, record_fn fn, void *ctx,
 			fill += got;
 			left -= got;
 		}
-		long used = walk(pf, in, fill, fn, ctx, dctx, out, &out_fill,
-				 0, err, errlen);
+		long used = walk(pf, in, fill, fn, ctx, dctx, &z, err,
+				 errlen);
 		if (used < 0) {
 			rc = -1;
 			goto done;
@@ -484,6 +508,6 @@ int perffile_records(struct perffile *pf, record_fn fn, void *ctx,
 done:
 	ZSTD_freeDCtx(dctx);
 	free(in);
-	free(out);
+	buf_release(z.cur);
 	return rc;
 }

@@ -115,10 +115,20 @@ struct sample {
 	u64 stack_size;         /* bytes copied (dyn_size) */
 };
 
+/* buf.c: reference-counted buffers of decompressed records. */
+#define BUF_SIZE (4u << 20)
+struct buf;
+struct buf *buf_get(void);
+u8 *buf_data(struct buf *b);
+void buf_retain(struct buf *b);
+void buf_release(struct buf *b);
+
 /* perffile.c */
 int perffile_open(struct perffile *pf, const char *path, char *err,
 		  size_t errlen);
-typedef int (*record_fn)(void *ctx, const u8 *rec, u32 size);
+/* b: the buffer rec lies in, which fn may keep (buf_retain) past the
+ * call; NULL when rec must be copied to be kept. */
+typedef int (*record_fn)(void *ctx, const u8 *rec, u32 size, struct buf *b);
 /* Calls fn for every record of the data section, compressed ones
  * decompressed in place of their container. Returns 0, or -1 with err. */
 int perffile_records(struct perffile *pf, record_fn fn, void *ctx,
@@ -140,7 +150,10 @@ struct tpformat *tracefmt_parse(const u8 *data, size_t size);
 struct order;
 typedef int (*deliver_fn)(void *ctx, const u8 *rec, u32 size);
 struct order *order_new(deliver_fn fn, void *ctx);
-int order_queue(struct order *o, u64 time, const u8 *rec, u32 size);
+/* b: the buffer rec lies in (kept until rec is delivered), or NULL to
+ * copy rec. */
+int order_queue(struct order *o, u64 time, const u8 *rec, u32 size,
+		struct buf *b);
 int order_round(struct order *o);     /* FINISHED_ROUND */
 int order_flush(struct order *o);     /* the end */
 size_t order_bytes(const struct order *o);
@@ -170,6 +183,16 @@ struct frame_out {
 };
 int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs,
 		  int max);
+/* cfi_cache.c: the common x86-64 frames from cached CFI rules; -1 when
+ * a frame needs libdw's full unwinder (then unwind the sample there). */
+struct cfi_cache;
+struct cfi_cache *cfi_cache_new(void);
+struct Dwfl;
+int cfi_unwind(struct cfi_cache *c, struct Dwfl *dwfl,
+	       const struct sample *s, int ip_pos, int sp_pos, int bp_pos,
+	       u64 *pcs, int max);
+extern u64 unwind_fast, unwind_slow, unwind_mismatch;
+
 /* perf's (addr, symbol, offset) of a pc in a map. */
 int symbolize_pc(struct proc *p, u64 pc, const struct map *m, u64 *addr,
 		 const char **sym, u64 *off);

@@ -28,8 +28,11 @@ static const int dwarf_to_perf[17] = {
 };
 #define PERF_REG_SP 7
 
+u64 unwind_fast, unwind_slow, unwind_mismatch;
+
 struct unw {
 	Dwfl *dwfl;
+	struct cfi_cache *cfi;
 	unsigned generation;    /* of the maps last reported */
 	int attached;
 	struct proc *proc;
@@ -216,6 +219,7 @@ static struct unw *unw_of(struct proc *p)
 		u = calloc(1, sizeof(*u));
 		u->proc = p;
 		u->dwfl = dwfl_begin(&offline_callbacks);
+		u->cfi = cfi_cache_new();
 		u->generation = proc_generation(p) - 1;
 		*slot = u;
 	}
@@ -237,11 +241,9 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	return u->n >= u->max ? DWARF_CB_ABORT : DWARF_CB_OK;
 }
 
-int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs, int max)
+static int libdw_unwind(struct unw *u, struct proc *p, const struct sample *s,
+			u64 *pcs, int max)
 {
-	if (!s->regs || !s->stack)
-		return 0;
-	struct unw *u = unw_of(p);
 	u->s = s;
 	u->pcs = pcs;
 	u->n = 0;
@@ -260,6 +262,37 @@ int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs, int max)
 	}
 	dwfl_getthread_frames(u->dwfl, (pid_t)s->tid, frame_cb, u);
 	return u->n;
+}
+
+int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs, int max)
+{
+	static int verify = -1;
+	static u64 check[MAX_FRAMES];
+	if (verify < 0) {
+		const char *v = getenv("ALLOCSITES_READER_VERIFY");
+		verify = v && *v == '1';
+	}
+	if (!s->regs || !s->stack)
+		return 0;
+	struct unw *u = unw_of(p);
+	int n = -1;
+	if (u->attached || verify)   /* libdw first: it must be attached */
+		n = cfi_unwind(u->cfi, u->dwfl, s, reg_pos(s, 8),
+			       reg_pos(s, PERF_REG_SP), reg_pos(s, 6), pcs,
+			       max);
+	if (n >= 0 && !verify) {
+		unwind_fast++;
+		return n;
+	}
+	int m = libdw_unwind(u, p, s, n >= 0 ? check : pcs, max);
+	if (n < 0) {
+		unwind_slow++;
+		return m;
+	}
+	unwind_fast++;
+	if (n != m || memcmp(pcs, check, (size_t)n * sizeof(*pcs)))
+		unwind_mismatch++;
+	return n;
 }
 
 int symbolize_pc(struct proc *p, u64 pc, const struct map *m, u64 *addr,
