@@ -112,6 +112,7 @@ bench: deps all
 	$(PYTHON) bench/compare.py > $(BENCH_OUT)/compare.md && cat $(BENCH_OUT)/compare.md
 	$(PYTHON) bench/scaling.py > $(BENCH_OUT)/scaling.md && cat $(BENCH_OUT)/scaling.md
 	$(PYTHON) bench/exact_scale.py > $(BENCH_OUT)/exact_scale.md && cat $(BENCH_OUT)/exact_scale.md
+	$(PYTHON) bench/reader_throughput.py > $(BENCH_OUT)/reader_throughput.md && cat $(BENCH_OUT)/reader_throughput.md
 	$(PYTHON) bench/report_throughput.py > $(BENCH_OUT)/report_throughput.md && cat $(BENCH_OUT)/report_throughput.md
 	$(PYTHON) bench/handler_cost.py > $(BENCH_OUT)/handler_cost.md && cat $(BENCH_OUT)/handler_cost.md
 	$(PYTHON) bench/offcost_callgrind.py > $(BENCH_OUT)/offcost.md && cat $(BENCH_OUT)/offcost.md

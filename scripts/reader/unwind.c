@@ -266,17 +266,21 @@ static int libdw_unwind(struct unw *u, struct proc *p, const struct sample *s,
 
 int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs, int max)
 {
-	static int verify = -1;
+	static int verify = -1, no_cache;
 	static u64 check[MAX_FRAMES];
 	if (verify < 0) {
+		/* the benchmarks' knobs: both ways and compare, or libdw
+		 * alone (bench/reader_throughput.py) */
 		const char *v = getenv("ALLOCSITES_READER_VERIFY");
 		verify = v && *v == '1';
+		v = getenv("ALLOCSITES_READER_NO_CACHE");
+		no_cache = v && *v == '1';
 	}
 	if (!s->regs || !s->stack)
 		return 0;
 	struct unw *u = unw_of(p);
 	int n = -1;
-	if (u->attached || verify)   /* libdw first: it must be attached */
+	if ((u->attached || verify) && !no_cache)   /* libdw attaches first */
 		n = cfi_unwind(u->cfi, u->dwfl, s, reg_pos(s, 8),
 			       reg_pos(s, PERF_REG_SP), reg_pos(s, 6), pcs,
 			       max);
