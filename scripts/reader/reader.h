@@ -9,8 +9,12 @@
  *               come out in the order perf script hands them over
  *   procs.c     processes and their executable mappings (MMAP2, FORK,
  *               COMM exec, EXIT)
+ *   buf.c       reference-counted buffers: records queued where zstd
+ *               wrote them, not copied
  *   unwind.c    each sample's registers and stack copy unwound with
  *               elfutils' libdw, one Dwfl per process
+ *   cfi_cache.c the common frames from CFI rules cached per pc, the
+ *               rest through unwind.c's libdw
  *   emit.c      the binary stream the Python side reads (native.py)
  *   main.c      wires them together
  */
