@@ -189,34 +189,7 @@ def handler(reader, tally):
                 # Outside the try: an exception of the general path must
                 # reach the caller, not bring it here a second time.
                 return slow(event_name, fields, sample)
-            # Tally.add_fields for an alloc, from here on.
-            if last_get(tid) == time:
-                tally.duplicate_kinds["alloc"] += 1
-                return time
-            last_time[tid] = time
-            events["alloc"] += 1
-            received[pid][alloc_as] += 1
-            if rec[1] != tag:
-                rec = other_tag(rec, tag)
-            frames = rec[0]
-            if log is not None:
-                i = rec[2]
-                if i is None:
-                    i = rec[2] = intern((frames, tag))
-                pend((time, pid, tid, ptr, size, i))
-                if len(pending) >= FLUSH_EVERY:
-                    flush()
-            if size < min_size:
-                tally.filtered += 1
-                return time
-            if not frames:
-                tally.no_callchain += 1
-            entry = rec[3]
-            if entry is None:
-                entry = rec[3] = stacks[(frames, tag)]
-            entry.count += 1
-            entry.bytes += size
-            return time
+            return add_alloc(rec, tid, pid, time, ptr, size, tag)
 
         if code == _PLAIN and sample is None:
             # A free of the plain event (parse.Reader reads it through
@@ -241,6 +214,59 @@ def handler(reader, tally):
             return time
 
         return slow(event_name, fields, sample)
+
+    def add_alloc(rec, tid, pid, time, ptr, size, tag):
+        """Tally.add_fields for an alloc whose values were checked; rec:
+        hot's record of its chain of ips."""
+        if last_get(tid) == time:
+            tally.duplicate_kinds["alloc"] += 1
+            return time
+        last_time[tid] = time
+        events["alloc"] += 1
+        received[pid][alloc_as] += 1
+        if rec[1] != tag:
+            rec = other_tag(rec, tag)
+        frames = rec[0]
+        if log is not None:
+            i = rec[2]
+            if i is None:
+                i = rec[2] = intern((frames, tag))
+            pend((time, pid, tid, ptr, size, i))
+            if len(pending) >= FLUSH_EVERY:
+                flush()
+        if size < min_size:
+            tally.filtered += 1
+            return time
+        if not frames:
+            tally.no_callchain += 1
+        entry = rec[3]
+        if entry is None:
+            entry = rec[3] = stacks[(frames, tag)]
+        entry.count += 1
+        entry.bytes += size
+        return time
+
+    by_key = {}   # the caller's key of a chain (native.py: a stack id)
+
+    def alloc(key, chain, tid, time, ptr, size, tag):
+        """An alloc event as handle would take it from perf's fields
+        (common_pid tid, common_s/ns of time, arg1..3 ptr, size, tag:
+        ints; common_callchain chain, perf's entries), from a caller that
+        names each distinct chain by a key of its own: the chain's ips
+        are then taken once per key, not once per event. The event name
+        must be an alloc's (handle's _ALLOC)."""
+        rec = by_key.get(key)
+        if rec is None:
+            ips = tuple(map(_IP, chain))
+            rec = hot.get(ips)
+            if rec is None:
+                frames = chains.get(ips)
+                if frames is None:
+                    frames = chains[ips] = convert(chain)
+                rec = hot[ips] = [frames, tag & _MASK32, None, None, None]
+            by_key[key] = rec
+        return add_alloc(rec, tid, pids_get(tid, tid), time, ptr & _MASK64,
+                         size & _MASK64, tag & _MASK32)
 
     def add_free(time, pid, tid, ptr, size):
         """Tally.add_fields for a free whose values were checked."""
@@ -274,4 +300,5 @@ def handler(reader, tally):
 
     handle.flush = flush if log is not None else (lambda: None)
     handle.mail = mail
+    handle.alloc = alloc
     return handle

@@ -88,6 +88,13 @@ class EventDef:
         self.plain_at = None
         if kind == "plain" and all(f in self.fields for f in PLAIN_FIELDS):
             self.plain_at = [self.fields.index(f) for f in PLAIN_FIELDS]
+        # an alloc with its three arguments: handle.alloc takes it
+        # (the masks there make a signed field's value perf's)
+        self.alloc_at = None
+        if kind == "alloc" and all(f in self.fields
+                                   for f in ("arg1", "arg2", "arg3")):
+            self.alloc_at = [5 + self.fields.index(f)
+                             for f in ("arg1", "arg2", "arg3")]
 
     def values(self, rec):
         vals = rec[5:5 + len(self.fields)]
@@ -182,6 +189,7 @@ class Stream:
     def events_block(self, payload):
         defs, chains, pids = self.defs, self.chains, self.pids
         handle, mail = self.handle, self.mail
+        alloc = handle.alloc
         count = 0
         for rec in EVENT.iter_unpack(payload):
             count += 1
@@ -206,6 +214,14 @@ class Stream:
             if mail:
                 self.flush_mail()
                 mail = self.mail
+            at = d.alloc_at
+            if at is not None:
+                try:
+                    alloc(rec[1], chains[rec[1]], tid, time, rec[at[0]],
+                          rec[at[1]], rec[at[2]])
+                except Exception:  # noqa: BLE001 - counted, as allocsites.py
+                    self.handler_errors += 1
+                continue
             fields = dict(zip(d.fields, d.values(rec)))
             fields["common_pid"] = tid
             fields["common_s"] = time // 1000000000
