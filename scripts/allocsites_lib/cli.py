@@ -505,6 +505,13 @@ def run_diff(opts, out=sys.stdout):
         new = diff.load(opts.new, report_recording)
     except FileNotFoundError as e:
         raise RecordError("%s: no such file" % e.filename)
+    except diff.BadReport as e:
+        raise RecordError(str(e))
+    except IsADirectoryError as e:
+        raise RecordError("%s: a directory, not a report or recording"
+                          % e.filename)
+    except PermissionError as e:
+        raise RecordError("%s: %s" % (e.filename, e.strerror))
     except (ValueError, KeyError) as e:
         raise RecordError("not a report or recording: %s" % e)
     changes = diff.match_sites(base, new)

@@ -22,15 +22,87 @@ Change = collections.namedtuple(
               "count_after bytes_before bytes_after significant")
 
 
+class BadReport(ValueError):
+    """An input that is not an allocsites JSON report (its message names
+    the file and what is wrong, in one line)."""
+
+
 def load(path, report_recording):
     """A JSON report from path: itself if it is one, else the report of
-    the recording (report_recording(path) -> JSON text)."""
+    the recording (report_recording(path) -> JSON text). Raises BadReport
+    for a JSON file that is not a report (checked: what diff reads)."""
+    import os
+    import stat
+    if os.path.exists(path) and not os.path.isdir(path) and \
+            not stat.S_ISREG(os.stat(path).st_mode):
+        raise BadReport("%s: not a regular file (a pipe or a device)" % path)
     with open(path, "rb") as f:
         head = f.read(8)
     if head.lstrip()[:1] == b"{":
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    return json.loads(report_recording(path))
+        try:
+            with open(path, encoding="utf-8") as f:
+                report = json.load(f)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise BadReport("%s: not valid JSON (%s)" % (path, e))
+    else:
+        report = json.loads(report_recording(path))
+    check(report, path)
+    return report
+
+
+_NUMBER = (int, float)
+# What diff reads of a report, and of each site and stack frame.
+_SITE = (("function", str), ("file", str), ("line", int),
+         ("count", _NUMBER), ("bytes", _NUMBER))
+_FRAME = (("function", str), ("file", str), ("line", int),
+          ("inlined", bool))
+
+
+def _need(obj, fields, what, path):
+    for name, kind in fields:
+        if name not in obj:
+            raise BadReport("%s: not an allocsites JSON report: %s has no "
+                            "%r" % (path, what, name))
+        if not isinstance(obj[name], kind) or isinstance(obj[name], bool) \
+                and kind is not bool:
+            raise BadReport("%s: not an allocsites JSON report: %s's %r is "
+                            "%r" % (path, what, name, obj[name]))
+
+
+def check(report, path):
+    """Raises BadReport unless report has what diff reads."""
+    if not isinstance(report, dict):
+        raise BadReport("%s: not an allocsites JSON report (a JSON %s)"
+                        % (path, type(report).__name__))
+    _need(report, (("sites", list), ("totals", dict)), "the report", path)
+    _need(report["totals"], (("count", _NUMBER), ("bytes", _NUMBER)),
+          "totals", path)
+    for i, site in enumerate(report["sites"]):
+        if not isinstance(site, dict):
+            raise BadReport("%s: not an allocsites JSON report: site %d is "
+                            "not an object" % (path, i + 1))
+        _need(site, _SITE, "site %d" % (i + 1), path)
+        err = site.get("bytes_error")
+        if err is not None and not isinstance(err, _NUMBER):
+            raise BadReport("%s: not an allocsites JSON report: site %d's "
+                            "'bytes_error' is %r" % (path, i + 1, err))
+    stacks = report.get("stacks", [])
+    if not isinstance(stacks, list):
+        raise BadReport("%s: not an allocsites JSON report: 'stacks' is not "
+                        "a list" % path)
+    for i, stack in enumerate(stacks):
+        if not isinstance(stack, dict) or \
+                not isinstance(stack.get("frames"), list):
+            raise BadReport("%s: not an allocsites JSON report: stack %d "
+                            "has no frames" % (path, i + 1))
+        _need(stack, (("count", _NUMBER), ("bytes", _NUMBER)),
+              "stack %d" % (i + 1), path)
+        for frame in stack["frames"]:
+            if not isinstance(frame, dict):
+                raise BadReport("%s: not an allocsites JSON report: a frame "
+                                "of stack %d is not an object"
+                                % (path, i + 1))
+            _need(frame, _FRAME, "a frame of stack %d" % (i + 1), path)
 
 
 def match_sites(base, new):

@@ -10,6 +10,7 @@ import errno
 import fcntl
 import json
 import os
+import stat
 import re
 import shutil
 import struct
@@ -717,8 +718,19 @@ def write_buildids(data, binaries):
         pass
 
 
+def is_regular(path):
+    """Whether path is a regular file (after links): opening a FIFO or a
+    device where a file is expected would block or read forever."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def read_buildids(data):
     """{path: {build-id}} from the file beside a recording, or {}."""
+    if not is_regular(buildids_path(data)):
+        return {}
     try:
         with open(buildids_path(data)) as f:
             ids = json.load(f)
@@ -759,6 +771,12 @@ def check_perf_data(path):
     """A one-line error unless path is a readable perf.data file whose data
     section is all there (perf's own message for a file cut short is
     "incompatible file format (rerun with -v to learn more)")."""
+    if os.path.exists(path) and not os.path.isdir(path) and \
+            not is_regular(path):
+        raise RecordError("%s: not a regular file (a pipe or a device): "
+                          "report reads a perf.data file" % path)
+    if os.path.isdir(path):
+        raise RecordError("%s: a directory, not a perf.data file" % path)
     try:
         with open(path, "rb") as f:
             header = f.read(56)

@@ -25,6 +25,7 @@ import hashlib
 import json
 import mmap
 import os
+import stat
 import sys
 
 from . import perfdata
@@ -93,6 +94,11 @@ def save(data, scan):
 def load(data, keep_times=True):
     """The Scan kept beside data if it was made from these very bytes,
     else None. keep_times False: its times are not read (None)."""
+    try:
+        if not stat.S_ISREG(os.stat(path_for(data)).st_mode):
+            return None   # a FIFO would block the report
+    except OSError:
+        return None
     try:
         with open(path_for(data), "rb") as f:
             if f.readline() != MAGIC:

@@ -231,6 +231,41 @@ class OutputErrors(ProfileTest):
                          r".*No space left on device\n\Z")
 
 
+class InputErrors(ProfileTest):
+    """A FIFO where a recording or a sidecar is expected: one line or
+    ignored, never a report that hangs; diff of a JSON that is not a
+    report: one line naming it."""
+
+    def test_fifos_and_bad_reports(self):
+        data = os.path.join(self.tmp, "run.data")
+        rec = allocsites(["record", "-o", data, "--", program("t_basic"),
+                          "50"], env={"TRUTH_FILE": os.devnull})
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        for side in (".scan", ".buildids"):
+            os.unlink(data + side)
+            os.mkfifo(data + side)
+        rep = allocsites(["report", "-i", data], timeout=60)
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        fifo = os.path.join(self.tmp, "fifo.data")
+        os.mkfifo(fifo)
+        empty = os.path.join(self.tmp, "e.json")
+        with open(empty, "w") as f:
+            f.write("{}\n")
+        for args, said in (
+                (["report", "-i", fifo], "fifo.data: not a regular file"),
+                (["diff", data, fifo], "fifo.data: not a regular file"),
+                (["diff", data, empty], "e.json: not an allocsites JSON "
+                                        "report: the report has no "
+                                        "'sites'")):
+            with self.subTest(args=args[0]):
+                rep = allocsites(args, timeout=60)
+                self.assertEqual(rep.returncode, 1)
+                self.assertEqual(len(rep.stderr.splitlines()), 1,
+                                 rep.stderr)
+                self.assertIn(said, rep.stderr)
+                self.assertNotIn("Traceback", rep.stderr)
+
+
 class ReaderErrors(unittest.TestCase):
 
     def run_reader(self, path):

@@ -123,5 +123,47 @@ class OutputTest(unittest.TestCase):
                       'rx="2" ry="2" fill="rgb(189,189,255)"/>', shrunk)
 
 
+class BadInputTest(unittest.TestCase):
+    """A JSON file that is not a report: BadReport, one line naming the
+    file and what is missing or wrong; never a KeyError later."""
+
+    def load(self, text):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "r.json")
+            with open(path, "w") as f:
+                f.write(text)
+            return diff.load(path, lambda p: self.fail("not a recording"))
+
+    def test_reports_that_are_not(self):
+        good = report([site("lex", 32, 1, 48)],
+                      [{"frames": [frame("lex", 32)], "count": 1,
+                        "bytes": 48}])
+        self.assertEqual(self.load(json.dumps(good)), good)
+        cases = {
+            "{}": "has no 'sites'",
+            "{bad": "not valid JSON",
+            '{"sites": {}, "totals": {}}': "'sites' is {}",
+            '{"sites": [], "totals": {"count": 1}}': "totals has no 'bytes'",
+            '{"sites": [1], "totals": {"count": 1, "bytes": 2}}':
+                "site 1 is not an object",
+            '{"sites": [{"function": "f", "file": "x", "line": "3", '
+            '"count": 1, "bytes": 2}], "totals": {"count": 1, "bytes": 2}}':
+                "site 1's 'line' is '3'",
+            '{"sites": [], "totals": {"count": true, "bytes": 2}}':
+                "totals's 'count' is True",
+            '{"sites": [], "totals": {"count": 1, "bytes": 2}, '
+            '"stacks": [{"frames": [{}], "count": 1, "bytes": 2}]}':
+                "a frame of stack 1 has no 'function'",
+        }
+        for text, said in cases.items():
+            with self.subTest(text=text):
+                with self.assertRaises(diff.BadReport) as cm:
+                    self.load(text)
+                msg = str(cm.exception)
+                self.assertIn(said, msg)
+                self.assertIn("r.json: ", msg)
+                self.assertNotIn("\n", msg)
+
+
 if __name__ == "__main__":
     unittest.main()
