@@ -173,6 +173,8 @@ class Run:
         pipeline.write_outputs(report, self.opts)
         if self.interrupted:
             return INTERRUPTED
+        if report.bad_options:   # a --tag or --phase that names nothing
+            return 2
         return INCOMPLETE if report.verdict.complete is False else 0
 
 

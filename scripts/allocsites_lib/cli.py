@@ -438,6 +438,8 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         tail_cut=scan is not None and bool(scan.tail_cut),
         unwind=scan.unwind if scan is not None else None)
     pipeline.write_outputs(rep, opts, out=stdout, err=err)
+    if rep.bad_options:   # a --tag or --phase that names nothing
+        return 2
     return INCOMPLETE if rep.verdict.complete is False else 0
 
 

@@ -99,8 +99,9 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                     ["(?:%s)" % r for r, _ in declared] if p) or None
     warnings = []
     phase_names = livereport.phase_names(tally, symbolizer)
+    bad_options = []   # option values that name nothing: exit status 2
     sweep, live_summary, entries, live = liveness_of(
-        tally, opts, phase_names, mode, warnings)
+        tally, opts, phase_names, mode, warnings, bad_options)
     result = fold(tally, symbolizer, names, skip, tags, opts.depth, mode,
                   entries=entries, live=live)
     warnings = list(symbolizer.warnings) + warnings
@@ -125,6 +126,7 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                                 "s" if len(unmatched) > 1 else "",
                                 ", ".join(unmatched),
                                 ", ".join(shown) or "none"))
+            bad_options.append(warnings[-1])
     sampling = None
     if mode == "sampled":
         rate, warning = sample_rate(tally)
@@ -186,7 +188,7 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                     duplicates=tally.duplicates, verdict=check, pprof=pprof,
                     liveness=live_summary,
                     duplicates_by_kind=dict(tally.duplicate_kinds),
-                    unwind=unwind)
+                    unwind=unwind, bad_options=tuple(bad_options))
     if sweep is not None and getattr(opts, "timeline", None):
         title = opts.title or "allocsites: live bytes over time"
         timeline_svg = livereport.render_timeline(
@@ -196,7 +198,7 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     return report
 
 
-def liveness_of(tally, opts, names, mode, warnings):
+def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
     """(sweep, LiveSummary, entries, live) for build_report: the liveness
     sweep over the tally's event log when frees or phases were recorded
     (else all None), the --phase selection (entries: that phase's
@@ -209,6 +211,8 @@ def liveness_of(tally, opts, names, mode, warnings):
         if getattr(opts, "phase", None):
             warnings.append("--phase %s: this recording has no phases "
                             "(RT_PHASE_BEGIN/END)" % opts.phase)
+            if bad_options is not None:
+                bad_options.append(warnings[-1])
         return None, None, None, None
     sweep = liveness.sweep(log, mode)
     phase = "all"
@@ -218,6 +222,8 @@ def liveness_of(tally, opts, names, mode, warnings):
                                                   set(sweep.phases))
         if problem:
             warnings.append(problem)
+            if bad_options is not None:
+                bad_options.append(problem)
             phase = -1   # no such phase: nothing is selected
     entries, live = livereport.selection(sweep, phase)
     untracked = sum(c[7] for c in tally.fired.values() if len(c) > 7)

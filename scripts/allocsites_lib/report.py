@@ -27,7 +27,9 @@ Report = collections.namedtuple("Report", [
     "timeline",    # --timeline: the SVG text, else None
     "duplicates_by_kind",  # {"alloc": n, "free": n, ...} of duplicates
     "unwind",      # "dwarf", "fp" or None: how the stacks were taken
-], defaults=(None, 0, None, None, None, None, None, None))
+    "bad_options", # option values that named nothing (--tag, --phase):
+                   # the outputs are written, the exit status is 2
+], defaults=(None, 0, None, None, None, None, None, None, ()))
 
 # Who holds the memory (liveness.py computes it; docs/output-formats.md
 # describes it). Estimates (floats) in sampled mode.

@@ -246,6 +246,12 @@ class InputErrors(ProfileTest):
             os.mkfifo(data + side)
         rep = allocsites(["report", "-i", data], timeout=60)
         self.assertEqual(rep.returncode, 0, rep.stderr)
+        # a --tag or --phase that names nothing: the warning, status 2
+        for opt in ("--tag", "--phase"):
+            rep = allocsites(["report", "-i", data, opt, "nosuch"])
+            self.assertEqual(rep.returncode, 2, rep.stderr)
+            self.assertIn("nosuch", rep.stderr)
+            self.assertNotIn("Traceback", rep.stderr)
         fifo = os.path.join(self.tmp, "fifo.data")
         os.mkfifo(fifo)
         empty = os.path.join(self.tmp, "e.json")

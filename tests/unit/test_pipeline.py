@@ -500,6 +500,11 @@ class TagFilterTest(unittest.TestCase):
         self.assertIn("no allocation has the tag nosuch; the tags in this recording: "
                       "ast, lib_nine, tokens", report.warnings)
         self.assertEqual(report.profile.count, 2)
+        # a bad option value: the command exits 2 (cli.report)
+        self.assertEqual(len(report.bad_options), 1)
+        good = pipeline.build_report(make_tally(), options.parse(["--tag", "ast"]),
+                                     symbolizer(), 0, None)
+        self.assertEqual(good.bad_options, ())
 
     def test_tags_match_by_name_or_number(self):
         report = pipeline.build_report(make_tally(), options.parse(["--tag", "1,tokens"]),
