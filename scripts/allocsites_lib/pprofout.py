@@ -42,6 +42,17 @@ def _bytes(field, data):
     return _varint(field << 3 | 2) + _varint(len(data)) + data
 
 
+INT64_MAX = (1 << 63) - 1
+
+
+def saturated(v):
+    """A sample value as profile.proto's int64 holds it: an allocation of
+    SIZE_MAX bytes (or a sum past 2^63) would otherwise wrap to a
+    negative number; it stays at the largest int64 instead."""
+    v = int(round(v))
+    return INT64_MAX if v > INT64_MAX else v
+
+
 def _packed(field, values):
     return _bytes(field, b"".join(_varint(v) for v in values)) if values \
         else b""
@@ -108,11 +119,11 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
             continue
         ids = [location_id(raw) for raw in frames[1:]]
         label = _bytes(3, _int(1, label_key) + _int(2, strings(name)))
-        values = [int(round(entry.count)), int(round(entry.bytes))]
+        values = [saturated(entry.count), saturated(entry.bytes)]
         if live is not None:
             kl = live.get((frames, tag))
-            values += [int(round(kl.leaked_count)), int(round(
-                kl.leaked_bytes))] if kl is not None else [0, 0]
+            values += [saturated(kl.leaked_count), saturated(
+                kl.leaked_bytes)] if kl is not None else [0, 0]
         body.append(_bytes(P_SAMPLE, _packed(1, ids) + _packed(2, values) +
                            label))
     out += body
