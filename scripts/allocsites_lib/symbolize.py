@@ -69,8 +69,13 @@ def _is_hex(line):
         return False
 
 
+class Addr2lineMissing(Exception):
+    """addr2line is not on PATH (Debian: binutils)."""
+
+
 def run_addr2line(path, addresses, timeout=600):
-    """Ask addr2line about `addresses` of the ELF file `path` in one run."""
+    """Ask addr2line about `addresses` of the ELF file `path` in one run.
+    Raises Addr2lineMissing when there is no addr2line to ask."""
     if not addresses:
         return {}
     query = "".join("0x%x\n" % a for a in addresses).encode()
@@ -79,6 +84,8 @@ def run_addr2line(path, addresses, timeout=600):
                               input=query, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, timeout=timeout,
                               check=False)
+    except FileNotFoundError:
+        raise Addr2lineMissing()
     except (OSError, subprocess.SubprocessError):
         return {}
     return parse_addr2line(proc.stdout.decode("utf-8", "replace"))
@@ -119,15 +126,21 @@ class Symbolizer:
             todo[raw.dso].add(raw)
         for dso, raws in todo.items():
             image = self.elf(dso)
-            answers = {}
+            answers, found = {}, {}
             if image is None:
                 self._warn(("noelf", dso), "cannot read %s: frames shown as "
                            "function+offset" % dso)
             else:
                 link = {raw: elfmod.to_link_address(image, raw.addr)
                         for raw in raws}
-                found = self._addr2line(dso, sorted(set(link.values())))
-                answers = {raw: found.get(link[raw]) for raw in raws}
+                try:
+                    found = self._addr2line(dso, sorted(set(link.values())))
+                except Addr2lineMissing:
+                    found = None
+                    self._warn(("noaddr2line",), "addr2line is not "
+                               "installed (Debian: binutils): frames shown "
+                               "as function+offset")
+                answers = {raw: (found or {}).get(link[raw]) for raw in raws}
             unresolved = 0
             for raw in raws:
                 frames = self._frames(raw, answers.get(raw))
@@ -137,7 +150,8 @@ class Symbolizer:
                 self._cache[raw] = frames
             # Some frames never have lines (_start, asm): warn only when a
             # DSO has none at all, i.e. no debug info.
-            if image is not None and unresolved == len(raws):
+            if image is not None and unresolved == len(raws) and \
+                    found is not None:
                 self._warn(("nodebug", dso), "no debug line info in %s: "
                            "frames shown as function+offset" % dso)
 

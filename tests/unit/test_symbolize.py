@@ -95,6 +95,18 @@ class SymbolizerFakeTest(unittest.TestCase):
         self.assertEqual(self.sym.frames(lib[1]),
                          (Frame("f", "/src/x.c", 0x10, LIB, False),))
 
+    def test_no_addr2line_is_said_as_such(self):
+        from allocsites_lib.symbolize import Addr2lineMissing
+
+        def missing(path, addresses):
+            raise Addr2lineMissing()
+        sym = Symbolizer(missing, self.open_elf)
+        r = raw(0x1000, "f", 0x10)
+        self.assertEqual(sym.frames(r)[0].function, "f+0x10")
+        self.assertEqual(sym.warnings, [
+            "addr2line is not installed (Debian: binutils): frames shown "
+            "as function+offset"])
+
     def test_duplicate_addresses_asked_once(self):
         a, b = raw(0x1000, "f", 0), raw(0x1000, "f_alias", 0)
         self.answer(APP, 0x1000, ("f", "/src/x.c", 5))
