@@ -40,9 +40,10 @@ def render_table(report, top=20, cwd=None, sort="bytes"):
         emit(row)
     shown = len(rows)
     more = len(profile.sites) - shown
-    lines.append("total: %s%.0f bytes (%s) in %s%.0f allocations at %d sites%s%s"
+    lines.append("total: %s%.0f bytes (%s) in %s%.0f allocations at %d site%s%s%s"
                  % (est, profile.bytes, human_bytes(profile.bytes), est,
                     profile.count, len(profile.sites),
+                    "" if len(profile.sites) == 1 else "s",
                     (", %d not shown" % more) if more > 0 else "",
                     (", ranked by %s" % RANKED_BY[sort]) if sort != "bytes"
                     else ""))
@@ -51,7 +52,11 @@ def render_table(report, top=20, cwd=None, sort="bytes"):
     if report.liveness is not None and report.liveness.phases:
         lines.extend(_phase_lines(report.liveness, est))
     ev = report.events
-    frees = ("%d free" % ev["free"]) if ev.get("free") else "frees not recorded"
+    # an arena that ends its allocations by RT_RELEASE alone has no free
+    # events, yet its peak and leaked figures are known from the releases
+    frees = ("%d free" % ev["free"]) if ev.get("free") else \
+        ("%d release, no frees" % ev["release"]) if ev.get("release") else \
+        "frees not recorded"
     if report.sampling:
         lines.append("estimates from %d samples, one per ~%s allocated "
                      "(docs/sampling.md)" % (report.sampling["samples"],

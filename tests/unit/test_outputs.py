@@ -129,6 +129,13 @@ class TableTest(unittest.TestCase):
         lines = table.render_table(make_report(events={"alloc": 8}), cwd="/src").splitlines()
         self.assertEqual(lines[-2], "events: 8 alloc, frees not recorded; lost: 0")
 
+    def test_releases_without_frees_are_not_frees_not_recorded(self):
+        lines = table.render_table(make_report(events={"alloc": 8,
+                                                       "release": 2}),
+                                   cwd="/src").splitlines()
+        self.assertEqual(lines[-2],
+                         "events: 8 alloc, 2 release, no frees; lost: 0")
+
     def test_equal_tag_bytes_sorted_by_name(self):
         s = site(PARSE, 2, 200, {"zeta": 100, "alpha": 100}, {"zeta": 1, "alpha": 1})
         text = table.render_table(make_report(sites=[s], count=2, nbytes=200), cwd="/src")

@@ -332,7 +332,7 @@ class WriteOutputsTest(unittest.TestCase):
         out, err = io.StringIO(), io.StringIO()
         pipeline.write_outputs(report, opts, out, err)
         self.assertEqual(err.getvalue(), "")
-        self.assertIn("total: 4 bytes (4 B) in 1 allocations at 1 sites\n", out.getvalue())
+        self.assertIn("total: 4 bytes (4 B) in 1 allocations at 1 site\n", out.getvalue())
 
 
 class WrapperSuspectsTest(unittest.TestCase):
