@@ -28,9 +28,9 @@ class Usage(Exception):
 
 
 class Interrupts:
-    """While perf runs, SIGINT/SIGTERM/SIGHUP reach perf (it stops the
-    program and writes its data); this process only remembers them, so the
-    probe events are still removed afterwards."""
+    """While perf runs, SIGINT/SIGTERM/SIGHUP are passed to perf as SIGINT
+    (it stops the program and writes its data); this process remembers
+    them, so the probe events are still removed afterwards."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -46,8 +46,10 @@ class Interrupts:
 
     def _handle(self, sig, _frame):
         self.received = sig
-        # Ctrl-C reaches perf through the terminal; other signals only us.
-        if self.child is not None and sig != signal.SIGINT:
+        # Ctrl-C reaches perf through the terminal too, but a SIGINT sent
+        # to this process alone (kill -INT) does not: perf is told in
+        # every case (a second SIGINT only sets its stop flag again).
+        if self.child is not None:
             try:
                 self.child.send_signal(signal.SIGINT)
             except OSError:
@@ -199,6 +201,13 @@ def record(opts, argv, out=sys.stderr):
     if pid is not None:   # the process's status is not ours to give
         return 0 if status in (0, -signal.SIGINT) else exit_status(
             status, name, out)
+    if interrupts.received == signal.SIGINT and \
+            status in (-signal.SIGTERM, 128 + signal.SIGTERM):
+        # interrupted (kill -INT of this process alone): perf stopped and
+        # ended the program with SIGTERM; the status is Ctrl-C's
+        out.write("allocsites: interrupted: recording stopped; %s was "
+                  "ended by perf\n" % argv[0])
+        return 128 + signal.SIGINT
     return exit_status(status, argv[0], out)
 
 

@@ -260,6 +260,19 @@ class Errors(ProfileTest):
                          report["totals"]["count"])
         self.assertIn("complete: not checked", rep.stdout)
 
+    def test_sigint_to_allocsites_alone_stops_the_recording(self):
+        # kill -INT PID: no terminal sends perf its own SIGINT; allocsites
+        # must pass it on (it went on for a minute before)
+        proc, data = self.start_long_recording()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        self.assertNotIn("Traceback", err)
+        self.assertEqual(proc.returncode, 128 + signal.SIGINT, err)
+        self.assertRegex(err, r"allocsites: recorded [1-9]\d* alloc events")
+        rep = allocsites(["report", "-i", data])
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        self.assertIn("complete: not checked", rep.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()
