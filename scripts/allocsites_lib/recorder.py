@@ -423,14 +423,19 @@ class ProbeEvents:
         if proc.returncode != 0 or not names:
             raise RecordError("perf probe could not add sdt_rt:%s in %s: %s"
                               % (probe, binary, first_error_line(text)))
+        # perf 6.1 says "Added new event" and exits 0 for a path with a
+        # space, but the kernel rejected the definition: nothing exists.
+        # Only what exists is this run's to remove: a name perf merely
+        # reported may be created later by another run, whose event this
+        # run's clean-up (or a later one reading its state) must not
+        # delete.
+        missing = [n for i, n in enumerate(names)
+                   if n not in names[:i] and not self.exists(n)]
         for name in names:
-            if name not in self.created:
+            if name not in self.created and name not in missing:
                 self.created.append(name)
         if self.state is not None:
             self.state.note(events=self.created, dirs=[self.cache])
-        # perf 6.1 says "Added new event" and exits 0 for a path with a
-        # space, but the kernel rejected the definition: nothing exists.
-        missing = [n for n in names if not self.exists(n)]
         if missing:
             raise RecordError(
                 "perf probe reported %s in %s, but the kernel has no such "
