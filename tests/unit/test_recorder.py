@@ -275,8 +275,9 @@ class ProbeEventsAddTest(unittest.TestCase):
             self.assertEqual(str(cm.exception).count("\n"), 0)
             self.assertIn("the kernel has no such event: perf cannot probe "
                           "a path with a space", str(cm.exception))
-            # Still listed for removal: perf may have half-made it.
-            self.assertEqual(events.created, ["sdt_rt:alloc_1"])
+            # Not this run's to remove: it does not exist, and another
+            # run may create an event of that name later (issue 21).
+            self.assertEqual(events.created, [])
 
 
 class ResolveLibraryTest(unittest.TestCase):
