@@ -141,6 +141,15 @@ def handler(reader, tally):
         add_fields(*values)
         return values[7]
 
+    def new_rec(ips, chain, tag):
+        """hot's record for a chain of ips seen for the first time (its
+        RawFrames shared with the Reader's cache)."""
+        frames = chains.get(ips)
+        if frames is None:
+            frames = chains[ips] = convert(chain)
+        rec = hot[ips] = [frames, tag, None, None, None]
+        return rec
+
     def other_tag(rec, tag):
         others = rec[4]
         if others is None:
@@ -181,10 +190,7 @@ def handler(reader, tally):
                 ips = tuple(map(_IP, chain))
                 rec = hot.get(ips)
                 if rec is None:
-                    frames = chains.get(ips)
-                    if frames is None:
-                        frames = chains[ips] = convert(chain)
-                    rec = hot[ips] = [frames, tag, None, None, None]
+                    rec = new_rec(ips, chain, tag)
             except Exception:  # noqa: BLE001 - _NotHot, or for Reader.read
                 # Outside the try: an exception of the general path must
                 # reach the caller, not bring it here a second time.
@@ -260,10 +266,7 @@ def handler(reader, tally):
             ips = tuple(map(_IP, chain))
             rec = hot.get(ips)
             if rec is None:
-                frames = chains.get(ips)
-                if frames is None:
-                    frames = chains[ips] = convert(chain)
-                rec = hot[ips] = [frames, tag & _MASK32, None, None, None]
+                rec = new_rec(ips, chain, tag & _MASK32)
             by_key[key] = rec
         return add_alloc(rec, tid, pids_get(tid, tid), time, ptr & _MASK64,
                          size & _MASK64, tag & _MASK32)

@@ -199,9 +199,8 @@ void emit_event(struct emitter *e, int def, u32 stack, u32 pid, u32 tid,
 		flush_events(e);
 }
 
-void emit_text(struct emitter *e, int type, const char *text)
+void emit_note(struct emitter *e, const char *text)
 {
-	(void)type;
 	flush_events(e);
 	block(e, B_NOTE, text, (u32)strlen(text), NULL, 0);
 }

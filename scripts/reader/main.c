@@ -26,7 +26,7 @@ struct ctx {
 	struct order *order;
 	struct emitter *em;
 	int text;
-	u64 samples, unwound_short, no_stack, records, rounds;
+	u64 samples, records, rounds;
 	size_t peak_queue;
 	u64 pcs[MAX_FRAMES];
 };
@@ -226,7 +226,7 @@ int main(int argc, char **argv)
 			 (unsigned long long)unwind_fast,
 			 (unsigned long long)unwind_slow,
 			 (unsigned long long)unwind_mismatch);
-		emit_text(c.em, 0, note);
+		emit_note(c.em, note);
 		if (emit_close(c.em) && !rc) {
 			fprintf(stderr, "allocsites-read: cannot write its "
 				"output: %s\n", strerror(errno));

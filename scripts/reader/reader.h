@@ -182,9 +182,6 @@ const struct map *proc_maps(const struct proc *p, size_t *n);
 
 /* unwind.c: the frames of one sample, leaf first, callers' pcs moved
  * back into the call instruction (as perf does). Returns the count. */
-struct frame_out {
-	u64 pc;
-};
 int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs,
 		  int max);
 /* cfi_cache.c: the common x86-64 frames from cached CFI rules; -1 when
@@ -210,7 +207,7 @@ void emit_event_def(struct emitter *e, int id, const char *name,
 u32 emit_stack(struct emitter *e, struct proc *p, const u64 *pcs, int n);
 void emit_event(struct emitter *e, int def, u32 stack, u32 pid, u32 tid,
 		u64 time, const u64 *args, int nargs);
-void emit_text(struct emitter *e, int type, const char *text);
+void emit_note(struct emitter *e, const char *text);
 int emit_close(struct emitter *e);
 
 #endif
