@@ -141,6 +141,31 @@ class EventLog:
             yield tuple(cols)
         yield self.columns()
 
+    def export(self, directory=None):
+        """(file, [(offset, [length per column])]): every event's columns
+        in a file, chunk by chunk as _spill writes them, for a reader in
+        another process (allocsites-sweep). A spilled log's file is used,
+        its in-memory events appended at the end as one more chunk (the
+        log itself is unchanged: a later spill appends after them); any
+        other log is written to a new unlinked temporary file, which the
+        caller closes."""
+        if self._file is None:
+            fd, path = tempfile.mkstemp(prefix="allocsites-log-",
+                                        dir=directory)
+            os.unlink(path)
+            f, table = os.fdopen(fd, "w+b"), []
+        else:
+            f, table = self._file, list(self._chunks)
+        if len(self.kinds) or not table:
+            f.seek(0, os.SEEK_END)
+            offset = f.tell()
+            for name, _ in _COLUMNS:
+                getattr(self, name).tofile(f)
+            table.append((offset, [len(getattr(self, name))
+                                   for name, _ in _COLUMNS]))
+        f.flush()
+        return f, table
+
     def first_time(self):
         if self._first is not None:
             return self._first

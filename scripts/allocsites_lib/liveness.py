@@ -42,11 +42,13 @@ key per point (400 points of 10000 keys: 32 MB).
 
 import bisect
 import collections
+import os
 from itertools import islice
 
 from .eventlog import (ALLOC, FREE, SAMPLE, SAMPLE_FREE, RELEASE, COMMIT,
                        DECOMMIT, PHASE_BEGIN, PHASE_END, EXIT)
 from .fold import ExactEntry, SampledEntry
+from . import nativesweep
 
 KeyLive = collections.namedtuple(
     "KeyLive", "peak_bytes peak_count leaked_bytes leaked_count temporary")
@@ -617,35 +619,64 @@ def _bands(s):
     return out
 
 
-def _timeline(log, plan, times, main, peak_kb):
-    snaps = list(main.snaps)
-    times = list(times)
+def _timeline(log, plan, times, main, peak_kb, totals, committed, series):
+    """The Timeline: the columns at the sample times (series: {key index:
+    bytes at each time}, for the keys non-zero at some time) with the
+    peak's state (peak_kb: {key index: bytes}) put in at its moment."""
+    times, totals, committed = list(times), list(totals), list(committed)
+    npoints = len(times)
+    series = dict(series)
     if main.peak_i >= 0:
         # The peak is a moment of its own; a sample time equal to it shows
         # the peak (the state right after the peak event).
-        peak_snap = (main.peak, main.committed_at_peak, peak_kb)
         pos = bisect.bisect_left(times, main.peak_t)
-        if pos < len(times) and times[pos] == main.peak_t:
-            snaps[pos] = peak_snap
-        else:
+        replace = pos < len(times) and times[pos] == main.peak_t
+        if not replace:
             times.insert(pos, main.peak_t)
-            snaps.insert(pos, peak_snap)
-    by_key = {}
+        for k, v in peak_kb.items():
+            if v and k not in series:
+                series[k] = [0] * npoints
+        for col, value in ([(totals, main.peak),
+                            (committed, main.committed_at_peak)] +
+                           [(s, peak_kb.get(k, 0))
+                            for k, s in series.items()]):
+            if replace:
+                col[pos] = value
+            else:
+                col.insert(pos, value)
     keys = log.keys
-    for k, series in enumerate(zip(*[snap[2] for snap in snaps])):
-        if any(series):
-            by_key[keys[k]] = list(series)
-    committed = [snap[1] for snap in snaps] if plan.has_commit else None
-    return Timeline(times, [snap[0] for snap in snaps], by_key, committed,
-                    _bands(main))
+    by_key = {keys[k]: series[k] for k in sorted(series) if any(series[k])}
+    return Timeline(times, totals, by_key,
+                    committed if plan.has_commit else None, _bands(main))
 
 
 # ---------------------------------------------------------------- sweep
 
-def sweep(log, mode, points=400):
-    """The Liveness of an EventLog; mode 'exact' or 'sampled'."""
-    plan = _Plan(log, mode)
+def sweep(log, mode, points=400, engine=None):
+    """The Liveness of an EventLog; mode 'exact' or 'sampled'.
+
+    An exact sweep runs in allocsites-sweep (nativesweep.py: the same
+    rules, a fraction of the memory) where it is built, else here; engine
+    'python' or 'native' (tests) insists on one, as does
+    ALLOCSITES_SWEEP=python|native. A failed native sweep is done here
+    again (slower, the same answer); with engine 'native' it raises."""
     times = sample_times(log, points)
+    engine = engine or os.environ.get("ALLOCSITES_SWEEP") or "auto"
+    if mode == "exact" and engine != "python":
+        program = nativesweep.program_path()
+        if program is None and engine == "native":
+            raise nativesweep.SweepError("allocsites-sweep is not built")
+        if program is not None:
+            try:
+                got = nativesweep.run(log, times, program)
+            except (nativesweep.SweepError, OSError):
+                if engine == "native":
+                    raise
+            else:
+                return _assemble(log, got.plan, got.main, got.peak_codes,
+                                 times, got.peak_kb, got.totals,
+                                 got.committed, got.series)
+    plan = _Plan(log, mode)
     main = _Sweep(log, plan, times).run(len(log))
     if main.peak_i < 0:
         peak_codes, peak_kb = {}, [0] * plan.nkeys
@@ -665,7 +696,21 @@ def sweep(log, mode, points=400):
         peak_codes, peak_kb = main.at_peak()
     if not (plan.sampled or log.spilled) or main.peak_i < 0:
         main.finish()
+    snaps = main.snaps
+    series = {k: list(s) for k, s in
+              enumerate(zip(*[snap[2] for snap in snaps])) if any(s)}
+    return _assemble(log, plan, main, peak_codes, times,
+                     {k: v for k, v in enumerate(peak_kb) if v},
+                     [snap[0] for snap in snaps], [snap[1] for snap in snaps],
+                     series)
 
+
+def _assemble(log, plan, main, peak_codes, times, peak_kb, totals,
+              committed, series):
+    """The Liveness from a sweep's counters (liveness._Sweep's or
+    allocsites-sweep's, nativesweep.Main): peak_codes {code: (bytes,
+    count)} and peak_kb {key index: bytes} at the peak, the timeline's
+    columns at the sample times."""
     sampled = plan.sampled
     number = float if sampled else int
     nkeys = plan.nkeys
@@ -722,6 +767,7 @@ def sweep(log, mode, points=400):
         unmatched_phase_ends=main.unmatched_phase_ends,
         open_phases=[(pid, tid, phase) for _, pid, tid, phase
                      in sorted(main.open_phases)],
-        timeline=_timeline(log, plan, times, main, peak_kb),
+        timeline=_timeline(log, plan, times, main, peak_kb, totals,
+                           committed, series),
         frees_recorded=frees,
     )

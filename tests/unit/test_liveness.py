@@ -331,18 +331,27 @@ class Case(unittest.TestCase):
     maxDiff = None
 
     def check(self, events, mode="exact", points=400):
-        """sweep() on events, after checking it against the reference."""
-        got = sweep(log_of(events), mode, points)
+        """sweep() on events, after checking it against the reference:
+        liveness.py's own sweep, and in exact mode allocsites-sweep's (C)
+        on the same log, in memory and spilled."""
+        got = sweep(log_of(events), mode, points, engine="python")
         want = reference(events, mode, points)
         # and the same log spilled in chunks of 7 events (the replay to
         # the peak instead of the undo, chunk boundaries everywhere)
-        spilled = sweep(log_of(events, spill_every=7), mode, points)
+        spilled = sweep(log_of(events, spill_every=7), mode, points,
+                        engine="python")
+        others = [spilled]
+        if mode == "exact":
+            others += [sweep(log_of(events), mode, points, engine="native"),
+                       sweep(log_of(events, spill_every=7), mode, points,
+                             engine="native")]
         for field in liveness.Liveness._fields:
             with self.subTest(field=field):
                 self.assertEqual(comparable(getattr(got, field)),
                                  comparable(getattr(want, field)))
-                self.assertEqual(comparable(getattr(spilled, field)),
-                                 comparable(getattr(got, field)))
+                for other in others:
+                    self.assertEqual(comparable(getattr(other, field)),
+                                     comparable(getattr(got, field)))
         return got
 
 
@@ -878,6 +887,87 @@ class Random(Case):
                   dt=1)
             b.alloc(rng.randrange(1 << 22) & ~15, 8, B, dt=1)
         self.check(b.events, points=5)
+
+
+class NativeSweep(unittest.TestCase):
+    """allocsites-sweep (C) against liveness.py's sweep on what its pointer
+    map does that the cases above reach little: thousands of live pointers
+    per 64 KiB granule (inserted in and out of order, compacted as they
+    die, the granule given back when all have), releases through the
+    granule index and through a scan, ranges that end past 2^64, sizes
+    whose sums pass 2^64, pointers at the top of the address space."""
+    maxDiff = None
+
+    def events(self, rng, n):
+        keys = (A, B, C, D)
+        bases = (0x10000, 0x20000, 0x7fff0000, (1 << 64) - 0x20000)
+        live, events, t = [], [], 0
+        for i in range(n):
+            t += rng.choice((0, 1, 3))
+            pid = rng.choice((1, 1, 1, 2))
+            tid = pid * 10 + rng.randrange(2)
+            r = rng.random()
+            if r < 0.55 or not live:
+                base = rng.choice(bases)
+                ptr = base + rng.randrange(0x18000) // 8 * 8 \
+                    if rng.random() < 0.5 else base + 8 * (i % 0x2000)
+                ptr %= 1 << 64
+                size = rng.choice((8, 24, 100, (1 << 64) - 1)) \
+                    if rng.random() < 0.01 else rng.randrange(1, 200)
+                events.append(("alloc", t, pid, tid, ptr, size, size,
+                               rng.choice(keys)))
+                live.append((pid, ptr))
+            elif r < 0.93:
+                pid, ptr = live.pop(rng.randrange(len(live)))
+                events.append(("free", t, pid, tid, ptr, 0, None, None))
+            elif r < 0.95:
+                base = rng.choice(bases) + rng.randrange(0x20000)
+                length = rng.choice((0x100, 0x10000, 0x40000, 1 << 63,
+                                     (1 << 64) - 1))
+                events.append(("release", t, pid, tid, base % (1 << 64),
+                               length, None, None))
+            elif r < 0.97:
+                events.append(("phase_begin", t, pid, tid,
+                               rng.randrange(1, 3), 0, None, None))
+            elif r < 0.99:
+                events.append(("phase_end", t, pid, tid,
+                               rng.randrange(1, 3), 0, None, None))
+            else:
+                events.append(("exit", t, pid, tid, 0, 0, None, None))
+        return events
+
+    def test_dense_granules_against_python(self):
+        rng = random.Random(77)
+        for trial in range(12):
+            events = self.events(rng, rng.randrange(2000, 12000))
+            points = rng.choice((1, 13, 400))
+            want = sweep(log_of(events), "exact", points, engine="python")
+            for spill in (None, 997):
+                got = sweep(log_of(events, spill_every=spill), "exact",
+                            points, engine="native")
+                for field in liveness.Liveness._fields:
+                    with self.subTest(trial=trial, spill=spill, field=field):
+                        self.assertEqual(comparable(getattr(got, field)),
+                                         comparable(getattr(want, field)))
+
+    def test_an_unbuilt_sweep_is_said(self):
+        old = os.environ.get("BUILD")
+        os.environ["BUILD"] = "/nonexistent"
+        try:
+            from allocsites_lib import nativesweep
+            if nativesweep.program_path() is not None:
+                self.skipTest("allocsites-sweep installed beside the module")
+            with self.assertRaises(nativesweep.SweepError):
+                sweep(log_of([("alloc", 1, 1, 1, 16, 8, 8, A)]), "exact",
+                      engine="native")
+            # the default falls back to liveness.py's sweep
+            got = sweep(log_of([("alloc", 1, 1, 1, 16, 8, 8, A)]), "exact")
+            self.assertEqual(got.leaked_bytes, 8)
+        finally:
+            if old is None:
+                del os.environ["BUILD"]
+            else:
+                os.environ["BUILD"] = old
 
 
 # ---------------------------------------------------------------- speed

@@ -1,0 +1,199 @@
+"""The exact-mode liveness sweep run by allocsites-sweep (scripts/sweep/, C).
+
+liveness.py's sweep keeps one dict entry per live allocation, about 84
+bytes in Python: a program with tens of millions of allocations live at
+its peak (a compiler's arenas) would need gigabytes. allocsites-sweep
+replays the same EventLog with the same rules (its sweep.c follows
+liveness.py function by function) and keeps about 6 bytes a live
+allocation (heaptrack's pointer map layout). It reads the log's columns
+from the log's own file, handed over as a descriptor, and answers with
+the figures liveness.sweep assembles into a Liveness; this module runs
+it and parses that answer into the shapes liveness.py's own sweep gives
+(a plan, a "main" with the counters, the state at the peak, the
+timeline's columns).
+
+tests/unit/test_liveness.py holds the two sweeps equal on every case
+and on random logs.
+"""
+
+import os
+import subprocess
+
+
+class SweepError(Exception):
+    """allocsites-sweep failed or answered what this module cannot read."""
+
+
+def program_path(build=None):
+    """The built allocsites-sweep: beside allocsites_lib (installed) or in
+    the build directory (a checkout); None if there is none."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    build = build or os.environ.get("BUILD") or \
+        os.path.join(os.path.dirname(here), "build")
+    for path in (os.path.join(here, "allocsites-sweep"),
+                 os.path.join(build, "allocsites-sweep")):
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return os.path.abspath(path)
+    return None
+
+
+class Plan:
+    """What liveness._Plan gives the assembly, as the C scan found it."""
+
+    def __init__(self, fields, nkeys):
+        self.sampled = False
+        self.has_release = fields[0] == "1"
+        self.has_commit = fields[1] == "1"
+        self.frees_recorded = fields[2] == "1"
+        self.phase_ids = [int(x) for x in fields[3:]]
+        self.slot_of = {p: s + 1 for s, p in enumerate(self.phase_ids)}
+        self.nkeys = nkeys
+
+
+class Main:
+    """The counters liveness._Sweep holds after its main pass and
+    finish(), per code in dicts (codes that allocated), per phase slot in
+    lists."""
+
+    def __init__(self, nslots):
+        self.ec, self.eb, self.temp = {}, {}, {}
+        self.es = self.ew2 = None
+        self.leaked_b, self.leaked_c = {}, {}
+        self.runs = [0] * nslots
+        self.left = [0] * nslots
+        self.phase_peak = [0] * nslots
+        self.growth = [0] * nslots
+        self.cgrowth = [0] * nslots
+        self.run_id, self.run_t0, self.run_t1 = [], [], []
+        self.open_phases = []
+        self.peak = self.peak_i = 0
+        self.peak_t = None
+        self.committed_peak = self.committed_at_peak = 0
+        self.committed_end = 0
+        self.unmatched = (0, 0)
+        self.reused = self.unmatched_phase_ends = 0
+        self.last_time = None
+
+
+class Answer:
+    """plan, main, peak_codes {code: (bytes, count)}, peak_kb {key index:
+    bytes}, and the timeline's columns at the sample times: totals,
+    committed, series {key index: [bytes]} (keys ever non-zero there)."""
+
+    def __init__(self, plan, main, peak_codes, peak_kb, totals, committed,
+                 series):
+        self.plan, self.main = plan, main
+        self.peak_codes, self.peak_kb = peak_codes, peak_kb
+        self.totals, self.committed, self.series = totals, committed, series
+
+
+def request(fd, nkeys, times, table):
+    lines = ["fd %d" % fd, "nkeys %d" % nkeys,
+             " ".join(["times %d" % len(times)] + [str(t) for t in times]),
+             "chunks %d" % len(table)]
+    for offset, lengths in table:
+        lines.append(" ".join(str(x) for x in [offset] + list(lengths)))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def parse(lines, nkeys, npoints):
+    """An Answer from allocsites-sweep's output lines (bytes or str)."""
+    plan = main = None
+    peak_codes, peak_kb = {}, {}
+    totals, committed, series = [], [], {}
+    ended = False
+    for line in lines:
+        f = line.split()
+        if not f:
+            continue
+        tag = f[0] if isinstance(f[0], str) else f[0].decode()
+        if tag == "P":
+            j = len(totals)
+            totals.append(int(f[1]))
+            committed.append(int(f[2]))
+            for i in range(3, len(f) - 1, 2):
+                k = int(f[i])
+                s = series.get(k)
+                if s is None:
+                    s = series[k] = [0] * npoints
+                s[j] = int(f[i + 1])
+        elif tag == "C":
+            code = int(f[1])
+            ec, eb, temp, lb, lc, pb, pc = (int(x) for x in f[2:9])
+            main.ec[code], main.eb[code], main.temp[code] = ec, eb, temp
+            if lb or lc:
+                main.leaked_b[code], main.leaked_c[code] = lb, lc
+            if pb or pc:
+                peak_codes[code] = (pb, pc)
+        elif tag == "B":
+            peak_kb[int(f[1])] = int(f[2])
+        elif tag == "U":
+            main.run_id.append(int(f[2]))
+            main.run_t0.append(int(f[3]))
+            main.run_t1.append(None if f[4] in ("-", b"-") else int(f[4]))
+        elif tag == "O":
+            main.open_phases.append(tuple(int(x) for x in f[1:5]))
+        elif tag == "S":
+            slot = int(f[1])
+            (main.runs[slot], main.left[slot], main.phase_peak[slot],
+             main.growth[slot], main.cgrowth[slot]) = \
+                (int(x) for x in f[2:7])
+        elif tag == "R":
+            v = [int(x) for x in f[1:13]]
+            main.peak, main.peak_i = v[0], v[1]
+            main.peak_t = v[2] if v[1] >= 0 else None
+            main.committed_peak, main.committed_at_peak = v[3], v[4]
+            main.committed_end = v[5]
+            main.unmatched = (v[6], v[7])
+            main.reused, main.unmatched_phase_ends = v[8], v[9]
+            main.last_time = v[11] if v[10] else None
+        elif tag == "plan":
+            plan = Plan([x if isinstance(x, str) else x.decode()
+                         for x in f[1:]], nkeys)
+            main = Main(len(plan.phase_ids) + 1)
+        elif tag == "end":
+            ended = True
+        else:
+            raise SweepError("allocsites-sweep: unknown line %r" % tag)
+    if not ended or plan is None or len(totals) != npoints:
+        raise SweepError("allocsites-sweep: its answer stopped short")
+    return Answer(plan, main, peak_codes, peak_kb, totals, committed,
+                  series)
+
+
+def run(log, times, program, directory=None):
+    """The Answer of allocsites-sweep at program for the EventLog log and
+    the timeline's sample times. Raises SweepError (and OSError where the
+    log cannot be written out)."""
+    nkeys = max(1, len(log.keys))
+    f, table = log.export(directory)
+    owned = f is not getattr(log, "_file", None)
+    try:
+        fd = f.fileno()
+        try:
+            proc = subprocess.Popen(
+                [program], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, pass_fds=(fd,))
+        except OSError as e:
+            raise SweepError("allocsites-sweep: %s" % e) from None
+        try:
+            proc.stdin.write(request(fd, nkeys, times, table))
+            proc.stdin.close()
+            answer = parse(proc.stdout, nkeys, len(times))
+        except (BrokenPipeError, SweepError, ValueError, IndexError,
+                TypeError) as e:
+            proc.kill()
+            proc.wait()
+            err = proc.stderr.read().decode(errors="replace").strip()
+            raise SweepError(err or "allocsites-sweep: %s" % e) from None
+        finally:
+            proc.stdout.close()
+        err = proc.stderr.read().decode(errors="replace").strip()
+        proc.stderr.close()
+        if proc.wait() != 0:
+            raise SweepError(err or "allocsites-sweep: exit status %d"
+                             % proc.returncode)
+        return answer
+    finally:
+        if owned:
+            f.close()

@@ -1,0 +1,128 @@
+/* allocsites-sweep - the exact-mode liveness sweep of an EventLog
+ * (scripts/allocsites_lib/eventlog.py), for liveness.native_sweep.
+ *
+ * The log's columns are in a file the caller hands over as an open
+ * descriptor (the spill file, unlinked); stdin says where:
+ *
+ *   fd N
+ *   nkeys N                 the log's keys (at least 1)
+ *   times K t1 .. tK        the timeline's sample times, ascending
+ *   chunks M
+ *   OFFSET L0 .. L7         M lines: a chunk's offset and the lengths of
+ *                           its columns (kinds times pids tids a b sizes
+ *                           keyidx), each column's array right after the
+ *                           one before, as EventLog._spill writes them
+ *
+ * stdout, one record a line (sweep.c's sweep_log): plan, P (a point of
+ * the timeline), B (live bytes of a key at the peak), C (a code's
+ * counters), S (a phase slot's), U (a run), O (a run open at its
+ * process's end), R (the totals), end. Exit 0, or 1 with one line on
+ * stderr. */
+#include "sweep.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const size_t width[8] = { 1, 8, 4, 4, 8, 8, 8, 4 };
+
+void cols_read(const struct log *log, u32 ch, struct cols *c)
+{
+	const struct chunk *k = &log->chunks[ch];
+	size_t need = 0, at[8], i;
+	u64 off = k->offset;
+	u8 *base;
+
+	for (i = 0; i < 8; i++) {
+		at[i] = need;
+		need += (k->len[i] * width[i] + 15) & ~(size_t)15;
+	}
+	if (need > c->cap) {
+		free(c->buf);
+		c->buf = xmalloc(need);
+		c->cap = need;
+	}
+	base = c->buf;
+	for (i = 0; i < 8; i++) {
+		size_t len = k->len[i] * width[i], done = 0;
+		while (done < len) {
+			ssize_t got = pread(log->fd, base + at[i] + done,
+					    len - done, (off_t)(off + done));
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0)
+				die("the event log: %s", got < 0 ?
+				    strerror(errno) : "shorter than said");
+			done += (size_t)got;
+		}
+		off += len;
+	}
+	c->kinds = base + at[0];
+	c->times = (i64 *)(base + at[1]);
+	c->pids = (i32 *)(base + at[2]);
+	c->tids = (i32 *)(base + at[3]);
+	c->a = (u64 *)(base + at[4]);
+	c->b = (u64 *)(base + at[5]);
+	c->sizes = (u64 *)(base + at[6]);
+	c->keyidx = (u32 *)(base + at[7]);
+	c->n = k->len[0];
+	c->nsizes = k->len[6];
+	c->nkeyidx = k->len[7];
+}
+
+static void expect(const char *word)
+{
+	char got[32];
+
+	if (scanf("%31s", got) != 1 || strcmp(got, word))
+		die("request: '%s' expected", word);
+}
+
+static u64 read_u64(void)
+{
+	unsigned long long v;
+
+	if (scanf("%llu", &v) != 1)
+		die("request: a number expected");
+	return v;
+}
+
+int main(void)
+{
+	struct log log = { 0 };
+	i64 *times;
+	u64 ntimes, i, j;
+
+	expect("fd");
+	log.fd = (int)read_u64();
+	expect("nkeys");
+	log.nkeys = read_u64();
+	if (!log.nkeys)
+		log.nkeys = 1;
+	expect("times");
+	ntimes = read_u64();
+	times = xmalloc((ntimes + 1) * sizeof *times);
+	for (i = 0; i < ntimes; i++) {
+		long long t;
+		if (scanf("%lld", &t) != 1)
+			die("request: a time expected");
+		times[i] = t;
+	}
+	expect("chunks");
+	log.nchunks = (u32)read_u64();
+	log.chunks = xcalloc(log.nchunks + 1, sizeof *log.chunks);
+	for (i = 0; i < log.nchunks; i++) {
+		log.chunks[i].offset = read_u64();
+		for (j = 0; j < 8; j++)
+			log.chunks[i].len[j] = read_u64();
+		for (j = 1; j < 6; j++)
+			if (log.chunks[i].len[j] != log.chunks[i].len[0])
+				die("request: chunk %llu's columns differ "
+				    "in length", (unsigned long long)i);
+	}
+	sweep_log(&log, times, ntimes, stdout);
+	if (fflush(stdout) || ferror(stdout))
+		die("stdout: %s", strerror(errno));
+	return 0;
+}

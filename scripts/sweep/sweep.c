@@ -1,0 +1,707 @@
+/* sweep.c - the replay of liveness.py, in C: the plan scan (_Plan), the
+ * main pass over every event (_Sweep.run), the end (_Sweep.finish) and
+ * the replay up to the peak that gives the state there. Each function
+ * names the liveness.py method it follows; the comments there say why. */
+#include "sweep.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct plan {
+	struct u64map last_exit;   /* pid -> index of its last rt:exit */
+	struct u64map slot_of;     /* phase id -> slot (1..) */
+	u64 *phase_ids;
+	u64 nphases;
+	int seen[256];
+};
+
+struct sweep {
+	const struct plan *plan;
+	u64 nkeys;
+	struct recs recs;
+	struct codes codes;
+	struct runs runs;
+	i128 *kb;                  /* live bytes per key */
+	struct u64map procs;       /* pid -> struct proc * */
+	struct u64map threads;     /* tid -> struct thread * */
+	i128 total, ctotal;
+	i128 peak, cpeak, cat_peak, committed_end;
+	i64 peak_i, peak_t;
+	i64 un_n, reused, unmatched_phase_ends;
+	i128 un_b;
+	i64 last_time;
+	int has_time;
+	u64 nslots;
+	i64 *slot_runs;
+	i128 *left, *growth, *cgrowth, *phase_peak;
+	/* open phases at a process's end: (run, pid, tid, phase id) */
+	u64 *open_r, *open_phase; i32 *open_pid, *open_tid;
+	u64 nopen, capopen;
+	/* the sample times and where they are written (main pass only) */
+	const i64 *times;
+	u64 ntimes, j;
+	FILE *out;
+};
+
+/* ------------------------------------------------------------ plan */
+
+static int cmp_u64(const void *x, const void *y)
+{
+	u64 a = *(const u64 *)x, b = *(const u64 *)y;
+	return a < b ? -1 : a > b;
+}
+
+static void plan_scan(const struct log *log, struct plan *p)
+{
+	struct cols c = { 0 };
+	struct u64map ids = { 0 };
+	u64 base = 0, i, s;
+	u32 ch;
+	int fresh;
+
+	memset(p, 0, sizeof *p);
+	for (ch = 0; ch < log->nchunks; ch++) {
+		cols_read(log, ch, &c);
+		for (i = 0; i < c.n; i++) {
+			u8 kind = c.kinds[i];
+			p->seen[kind] = 1;
+			if (kind == K_EXIT)
+				*u64map_put(&p->last_exit, (u64)(u32)c.pids[i],
+					    &fresh) = base + i;
+			else if (kind == K_PHASE_BEGIN)
+				u64map_put(&ids, c.a[i], &fresh);
+		}
+		base += c.n;
+	}
+	free(c.buf);
+	p->phase_ids = xmalloc((ids.n ? ids.n : 1) * sizeof *p->phase_ids);
+	for (s = 0; s < ids.cap; s++)
+		if (ids.used[s])
+			p->phase_ids[p->nphases++] = ids.keys[s];
+	qsort(p->phase_ids, p->nphases, sizeof *p->phase_ids, cmp_u64);
+	for (s = 0; s < p->nphases; s++)
+		*u64map_put(&p->slot_of, p->phase_ids[s], &fresh) = s + 1;
+	u64map_free(&ids);
+}
+
+/* ------------------------------------------------------------ state */
+
+static void sweep_init(struct sweep *s, const struct plan *p, u64 nkeys)
+{
+	memset(s, 0, sizeof *s);
+	s->plan = p;
+	s->nkeys = nkeys;
+	s->kb = xcalloc(nkeys, sizeof *s->kb);
+	s->nslots = p->nphases + 1;
+	s->slot_runs = xcalloc(s->nslots, sizeof *s->slot_runs);
+	s->left = xcalloc(s->nslots, sizeof *s->left);
+	s->growth = xcalloc(s->nslots, sizeof *s->growth);
+	s->cgrowth = xcalloc(s->nslots, sizeof *s->cgrowth);
+	s->phase_peak = xcalloc(s->nslots, sizeof *s->phase_peak);
+	s->peak_i = -1;
+	runs_tuple(&s->runs, NULL, 0);
+}
+
+static struct proc *proc_get(struct sweep *s, i32 pid)
+{
+	int fresh;
+	u64 *slot = u64map_put(&s->procs, (u64)(u32)pid, &fresh);
+	struct proc *pr;
+
+	if (!fresh)
+		return (struct proc *)(uintptr_t)*slot;
+	pr = xcalloc(1, sizeof *pr);
+	pr->pid = pid;
+	*slot = (u64)(uintptr_t)pr;
+	return pr;
+}
+
+static struct thread *thread_get(struct sweep *s, i32 tid)
+{
+	u64 *slot = u64map_get(&s->threads, (u64)(u32)tid);
+	return slot ? (struct thread *)(uintptr_t)*slot : NULL;
+}
+
+static void thread_drop(struct sweep *s, i32 tid)
+{
+	struct thread *t = thread_get(s, tid);
+
+	if (!t)
+		return;
+	free(t->phase);
+	free(t->run);
+	free(t);
+	u64map_del(&s->threads, (u64)(u32)tid);
+}
+
+/* the bytes a record's allocation held leave the totals (_forget) */
+static void forget(struct sweep *s, struct proc *pr, u32 id)
+{
+	const struct rec *r = &s->recs.r[id];
+	u32 i, n = s->runs.tlen[r->runs];
+	const u32 *runs = s->runs.pool + s->runs.tstart[r->runs];
+
+	pr->total -= r->size;
+	s->total -= r->size;
+	s->kb[s->codes.k[r->ci]] -= r->size;
+	for (i = 0; i < n; i++)
+		s->runs.live[runs[i]] -= r->size;
+}
+
+/* ------------------------------------------------------------ rare events */
+
+static void flush(struct sweep *s, struct proc *pr)
+{
+	u32 i;
+
+	for (i = 0; i < pr->nopen; i++)
+		if (pr->hw > s->runs.best[pr->open[i]])
+			s->runs.best[pr->open[i]] = pr->hw;
+	pr->hw = pr->total;
+}
+
+static void set_thread(struct sweep *s, i32 tid, struct thread *t)
+{
+	u64 *slot;
+
+	if (!t->n) {
+		thread_drop(s, tid);
+		return;
+	}
+	slot = u64map_get(&s->plan->slot_of, t->phase[t->n - 1]);
+	t->cbase = *slot * s->nkeys;
+	t->tuple = runs_tuple(&s->runs, t->run, t->n);
+}
+
+static void close_run(struct sweep *s, struct proc *pr, u32 r, i64 t)
+{
+	struct runs *rs = &s->runs;
+	u32 slot = rs->slot[r], i;
+
+	s->left[slot] += rs->live[r];
+	s->growth[slot] += pr->total - rs->total0[r];
+	s->cgrowth[slot] += pr->commit - rs->commit0[r];
+	if (rs->best[r] > s->phase_peak[slot])
+		s->phase_peak[slot] = rs->best[r];
+	rs->t1[r] = t;
+	rs->closed[r] = 1;
+	for (i = 0; i < pr->nopen; i++)
+		if (pr->open[i] == r) {
+			memmove(pr->open + i, pr->open + i + 1,
+				(pr->nopen - i - 1) * sizeof *pr->open);
+			pr->nopen--;
+			break;
+		}
+}
+
+static void begin(struct sweep *s, struct proc *pr, i32 tid, u64 phase,
+		  i64 t)
+{
+	u32 slot = (u32)*u64map_get(&s->plan->slot_of, phase), r;
+	struct thread *th = thread_get(s, tid);
+	struct runs *rs = &s->runs;
+	int fresh;
+
+	if (!th || th->pid != pr->pid) {
+		thread_drop(s, tid);
+		th = xcalloc(1, sizeof *th);
+		th->pid = pr->pid;
+		*u64map_put(&s->threads, (u64)(u32)tid, &fresh) =
+			(u64)(uintptr_t)th;
+	}
+	flush(s, pr);
+	r = runs_new(rs);
+	rs->slot[r] = slot;
+	rs->pid[r] = pr->pid;
+	rs->id[r] = phase;
+	rs->t0[r] = t;
+	rs->t1[r] = 0;
+	rs->closed[r] = 0;
+	rs->total0[r] = pr->total;
+	rs->commit0[r] = pr->commit;
+	rs->live[r] = 0;
+	rs->best[r] = pr->total;
+	s->slot_runs[slot]++;
+	if (pr->nopen == pr->capopen) {
+		pr->capopen = pr->capopen ? pr->capopen * 2 : 8;
+		pr->open = xrealloc(pr->open, pr->capopen * sizeof *pr->open);
+	}
+	pr->open[pr->nopen++] = r;
+	if (th->n == th->cap) {
+		th->cap = th->cap ? th->cap * 2 : 8;
+		th->phase = xrealloc(th->phase, th->cap * sizeof *th->phase);
+		th->run = xrealloc(th->run, th->cap * sizeof *th->run);
+	}
+	th->phase[th->n] = phase;
+	th->run[th->n] = r;
+	th->n++;
+	set_thread(s, tid, th);
+}
+
+static void end(struct sweep *s, i32 tid, u64 phase, i64 t)
+{
+	struct thread *th = thread_get(s, tid);
+	struct proc *pr;
+	u64 *slot;
+	i64 depth = th ? (i64)th->n - 1 : -1;
+
+	while (depth >= 0 && th->phase[depth] != phase)
+		depth--;
+	if (depth < 0) {
+		s->unmatched_phase_ends++;
+		return;
+	}
+	slot = u64map_get(&s->procs, (u64)(u32)th->pid);
+	if (!slot)
+		die("a thread of a process that ended");
+	pr = (struct proc *)(uintptr_t)*slot;
+	flush(s, pr);
+	while ((i64)th->n > depth)
+		close_run(s, pr, th->run[--th->n], t);
+	set_thread(s, tid, th);
+}
+
+struct release_arg { struct sweep *s; struct proc *pr; };
+
+static int release_one(u64 ptr, u32 id, void *arg)
+{
+	struct release_arg *ra = arg;
+
+	(void)ptr;
+	forget(ra->s, ra->pr, id);
+	recs_unref(&ra->s->recs, id);
+	return 1;
+}
+
+static void release(struct sweep *s, struct proc *pr, u64 base, u64 len)
+{
+	struct release_arg ra = { s, pr };
+
+	pr->has_last = 0;
+	if (!len)
+		return;
+	ptrmap_each(&pr->live, base, (unsigned __int128)base + len,
+		    release_one, &ra);
+}
+
+struct leak_arg { struct sweep *s; int drop; };
+
+static int leak_one(u64 ptr, u32 id, void *arg)
+{
+	struct leak_arg *la = arg;
+	struct sweep *s = la->s;
+	const struct rec *r = &s->recs.r[id];
+
+	(void)ptr;
+	s->codes.lb[r->ci] += r->size;
+	s->codes.lc[r->ci] += 1;
+	if (la->drop)
+		s->kb[s->codes.k[r->ci]] -= r->size;
+	return 0;
+}
+
+static int unref_one(u64 ptr, u32 id, void *arg)
+{
+	(void)ptr;
+	recs_unref(arg, id);
+	return 0;
+}
+
+static void free_proc(struct sweep *s, struct proc *pr)
+{
+	ptrmap_each(&pr->live, 0, (unsigned __int128)1 << 64, unref_one,
+		    &s->recs);
+	ptrmap_free(&pr->live);
+	free(pr->open);
+	free(pr);
+}
+
+/* _exit: the process ends; its open runs close, what it holds leaks */
+static void proc_exit(struct sweep *s, struct proc *pr, i64 t, int drop)
+{
+	struct leak_arg la = { s, drop };
+	u64 i;
+
+	if (pr->nopen) {
+		i32 *tids = NULL;
+		u64 n = 0, k;
+		flush(s, pr);
+		tids = xmalloc((s->threads.n + 1) * sizeof *tids);
+		for (i = 0; i < s->threads.cap; i++)
+			if (s->threads.used[i] &&
+			    ((struct thread *)(uintptr_t)s->threads.vals[i])->pid
+			    == pr->pid)
+				tids[n++] = (i32)(u32)s->threads.keys[i];
+		for (k = 0; k < n; k++) {
+			struct thread *th = thread_get(s, tids[k]);
+			while (th->n) {
+				u32 r = th->run[--th->n];
+				close_run(s, pr, r, t);
+				if (s->nopen == s->capopen) {
+					s->capopen = s->capopen ?
+						s->capopen * 2 : 16;
+					s->open_r = xrealloc(s->open_r,
+						s->capopen * sizeof *s->open_r);
+					s->open_phase = xrealloc(s->open_phase,
+						s->capopen *
+						sizeof *s->open_phase);
+					s->open_pid = xrealloc(s->open_pid,
+						s->capopen * sizeof *s->open_pid);
+					s->open_tid = xrealloc(s->open_tid,
+						s->capopen * sizeof *s->open_tid);
+				}
+				s->open_r[s->nopen] = r;
+				s->open_phase[s->nopen] = th->phase[th->n];
+				s->open_pid[s->nopen] = pr->pid;
+				s->open_tid[s->nopen] = tids[k];
+				s->nopen++;
+			}
+			set_thread(s, tids[k], th);
+		}
+		free(tids);
+	}
+	ptrmap_each(&pr->live, 0, (unsigned __int128)1 << 64, leak_one, &la);
+	s->committed_end += pr->commit;
+	if (drop) {
+		s->total -= pr->total;
+		s->ctotal -= pr->commit;
+		u64map_del(&s->procs, (u64)(u32)pr->pid);
+		free_proc(s, pr);
+	}
+}
+
+/* ------------------------------------------------------------ the loop */
+
+static void snapshot(struct sweep *s)
+{
+	u64 k;
+
+	fputs("P ", s->out);
+	put_i128(s->out, s->total);
+	fputc(' ', s->out);
+	put_i128(s->out, s->ctotal);
+	for (k = 0; k < s->nkeys; k++)
+		if (s->kb[k]) {
+			fprintf(s->out, " %llu ", (unsigned long long)k);
+			put_i128(s->out, s->kb[k]);
+		}
+	fputc('\n', s->out);
+}
+
+/* _Sweep.run: replays the first `stop` events */
+static void run(struct sweep *s, const struct log *log, u64 stop)
+{
+	const struct plan *p = s->plan;
+	struct cols c = { 0 };
+	struct proc *pr = NULL;
+	struct thread *th = NULL;
+	i32 cpid = 0, ctid = 0;
+	int have_tid = 0;
+	u64 i = 0, left = stop, e;
+	i64 next_t = 0;
+	int has_next = s->j < s->ntimes;
+	u32 ch;
+
+	if (has_next)
+		next_t = s->times[s->j];
+	for (ch = 0; ch < log->nchunks && left; ch++) {
+		u64 ki = 0, si = 0, n;
+		cols_read(log, ch, &c);
+		n = c.n < left ? c.n : left;
+		left -= n;
+		for (e = 0; e < n; e++, i++) {
+			u8 kind = c.kinds[e];
+			i64 t = c.times[e];
+			i32 pid = c.pids[e], tid = c.tids[e];
+			u64 a = c.a[e], b = c.b[e];
+
+			s->last_time = t;
+			s->has_time = 1;
+			while (has_next && t > next_t) {
+				snapshot(s);
+				s->j++;
+				has_next = s->j < s->ntimes;
+				if (has_next)
+					next_t = s->times[s->j];
+			}
+			if (!pr || pid != cpid) {
+				pr = proc_get(s, pid);
+				cpid = pid;
+			}
+			if (kind == K_ALLOC) {
+				u64 k, code;
+				u32 ci, id, tuple = 0, r, nr;
+				const u32 *runs;
+				struct ptrloc loc;
+
+				if (ki >= c.nkeyidx)
+					die("chunk %u: more allocations than "
+					    "keys", ch);
+				k = c.keyidx[ki++];
+				if (k >= s->nkeys)
+					die("key %llu out of range",
+					    (unsigned long long)k);
+				if (!have_tid || tid != ctid) {
+					th = thread_get(s, tid);
+					ctid = tid;
+					have_tid = 1;
+				}
+				code = k;
+				if (th) {
+					code += th->cbase;
+					tuple = th->tuple;
+				}
+				ci = codes_get(&s->codes, code, s->nkeys);
+				s->codes.ec[ci]++;
+				s->codes.eb[ci] += b;
+				id = recs_get(&s->recs, b, ci, tuple);
+				loc = ptrmap_find(&pr->live, a);
+				if (loc.g) {   /* its free was not seen: freed now */
+					u32 old = loc.g->rec[loc.pos];
+					s->reused++;
+					forget(s, pr, old);
+					recs_unref(&s->recs, old);
+					loc.g->rec[loc.pos] = id;
+				} else {
+					ptrmap_insert(&pr->live, a, id);
+				}
+				s->kb[k] += b;
+				nr = s->runs.tlen[tuple];
+				runs = s->runs.pool + s->runs.tstart[tuple];
+				for (r = 0; r < nr; r++)
+					s->runs.live[runs[r]] += b;
+				pr->total += b;
+				s->total += b;
+				if (pr->total > pr->hw)
+					pr->hw = pr->total;
+				if (s->total > s->peak) {
+					s->peak = s->total;
+					s->peak_i = (i64)i;
+					s->peak_t = t;
+					s->cat_peak = s->ctotal;
+				}
+				pr->last = a;
+				pr->has_last = 1;
+			} else if (kind == K_FREE) {
+				struct ptrloc loc = ptrmap_find(&pr->live, a);
+				if (!loc.g) {
+					s->un_n++;
+					s->un_b += b;
+				} else {
+					u32 id = loc.g->rec[loc.pos];
+					forget(s, pr, id);
+					if (pr->has_last && a == pr->last)
+						s->codes.temp[s->recs.r[id].ci]++;
+					ptrmap_remove(&pr->live, loc);
+					recs_unref(&s->recs, id);
+				}
+				pr->has_last = 0;
+			} else if (kind == K_SAMPLE) {   /* sampled mode's */
+				ki++;
+				si++;
+			} else if (kind == K_COMMIT) {
+				pr->commit += b;
+				s->ctotal += b;
+				if (s->ctotal > s->cpeak)
+					s->cpeak = s->ctotal;
+			} else if (kind == K_DECOMMIT) {
+				/* never below 0: what was committed before
+				 * the recording began is not known */
+				i128 d = (i128)b <= pr->commit ? (i128)b :
+					pr->commit;
+				pr->commit -= d;
+				s->ctotal -= d;
+			} else if (kind >= K_RELEASE) {
+				u64 *last;
+				if (kind == K_EXIT) {
+					last = u64map_get(&p->last_exit,
+							  (u64)(u32)pid);
+					if (!last || *last != i)
+						continue;   /* not its last */
+				}
+				if (kind == K_RELEASE) {
+					release(s, pr, a, b);
+				} else if (kind == K_PHASE_BEGIN) {
+					begin(s, pr, tid, a, t);
+					have_tid = 0;
+				} else if (kind == K_PHASE_END) {
+					end(s, tid, a, t);
+					have_tid = 0;
+				} else {
+					proc_exit(s, pr, t, 1);
+					have_tid = 0;
+					pr = NULL;   /* the pid starts afresh */
+				}
+			}
+			/* K_SAMPLE_FREE: sampled mode's, ignored */
+		}
+		if (si > c.nsizes)
+			die("chunk %u: more samples than sizes", ch);
+	}
+	free(c.buf);
+	while (has_next) {   /* the sample times after the last event */
+		snapshot(s);
+		s->j++;
+		has_next = s->j < s->ntimes;
+	}
+}
+
+/* _Sweep.finish: every process still running ends at the log's end */
+static void finish(struct sweep *s)
+{
+	u64 i;
+
+	for (i = 0; i < s->procs.cap; i++)
+		if (s->procs.used[i])
+			proc_exit(s, (struct proc *)(uintptr_t)s->procs.vals[i],
+				  s->last_time, 0);
+}
+
+static void drop_live(struct sweep *s)
+{
+	u64 i;
+
+	for (i = 0; i < s->procs.cap; i++)
+		if (s->procs.used[i])
+			free_proc(s, (struct proc *)(uintptr_t)s->procs.vals[i]);
+	u64map_free(&s->procs);
+}
+
+static int peak_one(u64 ptr, u32 id, void *arg)
+{
+	struct sweep *s = arg;
+	const struct rec *r = &s->recs.r[id];
+
+	(void)ptr;
+	s->codes.pb[r->ci] += r->size;
+	s->codes.pc[r->ci] += 1;
+	return 0;
+}
+
+/* ------------------------------------------------------------ output */
+
+void put_i128(FILE *f, i128 v)
+{
+	char buf[48], *p = buf + sizeof buf;
+	unsigned __int128 u = v < 0 ? -(unsigned __int128)v : (unsigned __int128)v;
+
+	*--p = 0;
+	do {
+		*--p = (char)('0' + (int)(u % 10));
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--p = '-';
+	fputs(p, f);
+}
+
+static void put_line(FILE *f, const char *tag, int n, const i128 *v)
+{
+	int i;
+
+	fputs(tag, f);
+	for (i = 0; i < n; i++) {
+		fputc(' ', f);
+		put_i128(f, v[i]);
+	}
+	fputc('\n', f);
+}
+
+void sweep_log(const struct log *log, const i64 *times, u64 ntimes, FILE *out)
+{
+	struct plan plan;
+	struct sweep s, replay;
+	u64 i, total_events = 0;
+	u32 ch;
+
+	for (ch = 0; ch < log->nchunks; ch++)
+		total_events += log->chunks[ch].len[0];
+	plan_scan(log, &plan);
+	/* plan: has_release has_commit frees_recorded, then the phase ids */
+	fprintf(out, "plan %d %d %d", plan.seen[K_RELEASE],
+		plan.seen[K_COMMIT] || plan.seen[K_DECOMMIT],
+		plan.seen[K_RELEASE] || plan.seen[K_FREE]);
+	for (i = 0; i < plan.nphases; i++)
+		fprintf(out, " %llu", (unsigned long long)plan.phase_ids[i]);
+	fputc('\n', out);
+
+	sweep_init(&s, &plan, log->nkeys);
+	s.times = times;
+	s.ntimes = ntimes;
+	s.out = out;
+	run(&s, log, total_events);
+	finish(&s);
+	drop_live(&s);
+
+	/* the state at the peak: a replay up to it (the main pass kept
+	 * nothing of what came and went since, so that memory stays what is
+	 * live) */
+	if (s.peak_i >= 0) {
+		sweep_init(&replay, &plan, log->nkeys);
+		run(&replay, log, (u64)s.peak_i + 1);
+		for (i = 0; i < replay.procs.cap; i++)
+			if (replay.procs.used[i])
+				ptrmap_each(&((struct proc *)(uintptr_t)
+					      replay.procs.vals[i])->live, 0,
+					    (unsigned __int128)1 << 64,
+					    peak_one, &replay);
+		/* the replay's counters are its own: only its live figures
+		 * are taken, by code */
+		for (i = 0; i < replay.codes.n; i++) {
+			u64 *ci;
+			if (!replay.codes.pc[i])
+				continue;
+			ci = u64map_get(&s.codes.index, replay.codes.code[i]);
+			if (!ci)
+				die("a code live at the peak never allocated");
+			s.codes.pb[*ci] = replay.codes.pb[i];
+			s.codes.pc[*ci] = replay.codes.pc[i];
+		}
+		for (i = 0; i < log->nkeys; i++)
+			if (replay.kb[i]) {
+				fprintf(out, "B %llu ", (unsigned long long)i);
+				put_i128(out, replay.kb[i]);
+				fputc('\n', out);
+			}
+	}
+
+	/* C code ec eb temp leaked_b leaked_c peak_b peak_c */
+	for (i = 0; i < s.codes.n; i++) {
+		i128 v[7] = { s.codes.ec[i], s.codes.eb[i], s.codes.temp[i],
+			      s.codes.lb[i], s.codes.lc[i], s.codes.pb[i],
+			      s.codes.pc[i] };
+		fprintf(out, "C %llu", (unsigned long long)s.codes.code[i]);
+		put_line(out, "", 7, v);
+	}
+	/* S slot runs left phase_peak growth cgrowth */
+	for (i = 1; i < s.nslots; i++) {
+		i128 v[6] = { (i128)i, s.slot_runs[i], s.left[i],
+			      s.phase_peak[i], s.growth[i], s.cgrowth[i] };
+		put_line(out, "S", 6, v);
+	}
+	/* U run phase_id t0 t1|- */
+	for (i = 0; i < s.runs.n; i++) {
+		fprintf(out, "U %llu %llu %lld ", (unsigned long long)i,
+			(unsigned long long)s.runs.id[i],
+			(long long)s.runs.t0[i]);
+		if (s.runs.closed[i])
+			fprintf(out, "%lld\n", (long long)s.runs.t1[i]);
+		else
+			fputs("-\n", out);
+	}
+	for (i = 0; i < s.nopen; i++)
+		fprintf(out, "O %llu %d %d %llu\n",
+			(unsigned long long)s.open_r[i], s.open_pid[i],
+			s.open_tid[i], (unsigned long long)s.open_phase[i]);
+	{
+		/* R peak peak_i peak_t committed_peak committed_at_peak
+		 * committed_end unmatched_n unmatched_b reused
+		 * unmatched_phase_ends has_time last_time */
+		i128 v[12] = { s.peak, s.peak_i, s.peak_t, s.cpeak,
+			       s.cat_peak, s.committed_end, s.un_n, s.un_b,
+			       s.reused, s.unmatched_phase_ends, s.has_time,
+			       s.last_time };
+		put_line(out, "R", 12, v);
+	}
+	fputs("end\n", out);
+}

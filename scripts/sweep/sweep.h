@@ -1,0 +1,180 @@
+/* sweep.h - allocsites-sweep: the exact-mode liveness sweep in C.
+ *
+ * The same replay of the rt events as scripts/allocsites_lib/liveness.py
+ * (_Plan, _Sweep, sweep), whose docstrings define every figure; this
+ * program gives the same numbers and the Python side assembles the same
+ * Liveness from them (liveness.py, native_sweep). It exists for memory:
+ * Python keeps about 84 bytes a live allocation, too much for a program
+ * with 10^8 allocations and tens of millions live at its peak; here a live
+ * allocation costs about 6 bytes (ptrmap.c).
+ *
+ *   table.c   u64 -> u64 hash map (open addressing, backward-shift delete)
+ *   ptrmap.c  live pointers -> record ids, heaptrack's layout: pointers
+ *             grouped by 64 KiB granule, a sorted array of 16-bit offsets
+ *             and one of 32-bit record ids per granule
+ *   state.c   records (shared by all live allocations alike), per-code
+ *             counters, processes, threads and phase runs
+ *   sweep.c   the replay: the plan scan, the main pass, the replay to the
+ *             peak, the end
+ *   main.c    reads the request and the log's chunks, writes the answer
+ */
+#ifndef ALLOCSITES_SWEEP_H
+#define ALLOCSITES_SWEEP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef uint64_t u64;
+typedef uint32_t u32;
+typedef uint16_t u16;
+typedef uint8_t u8;
+typedef int64_t i64;
+typedef int32_t i32;
+typedef __int128 i128;   /* byte sums: sizes are u64 and may be SIZE_MAX */
+
+/* eventlog.KINDS, in order */
+enum { K_ALLOC, K_FREE, K_SAMPLE, K_SAMPLE_FREE, K_RELEASE, K_COMMIT,
+       K_DECOMMIT, K_PHASE_BEGIN, K_PHASE_END, K_EXIT, K_COUNT };
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+/* ------------------------------------------------------------ table.c */
+struct u64map {
+	u64 *keys, *vals;
+	u8 *used;
+	u64 cap, n;   /* cap: a power of two (0 before the first put) */
+	int bits;
+};
+u64 *u64map_get(const struct u64map *m, u64 key);
+/* the value slot of key, made (value 0) if new; *fresh says which */
+u64 *u64map_put(struct u64map *m, u64 key, int *fresh);
+void u64map_del(struct u64map *m, u64 key);
+void u64map_free(struct u64map *m);
+/* iteration: for (i = 0; i < m->cap; i++) if (m->used[i]) ... */
+
+/* ------------------------------------------------------------ ptrmap.c */
+#define REC_NONE UINT32_MAX
+#define GRANULE_BITS 16
+
+struct granule {
+	u64 key;        /* pointer >> GRANULE_BITS */
+	u16 *off;       /* sorted; an entry whose rec is REC_NONE is dead */
+	u32 *rec;
+	u32 n, cap, dead;
+};
+
+struct ptrmap {
+	struct granule *g;
+	u32 ng, capg;           /* slots used (some free), allocated */
+	u32 *spare;             /* free granule slots */
+	u32 nspare, capspare;
+	struct u64map index;    /* granule key -> slot */
+	u64 live;
+};
+
+struct ptrloc { struct granule *g; u32 pos; };
+
+/* the record id slot of ptr, or loc.g NULL if ptr is not live */
+struct ptrloc ptrmap_find(struct ptrmap *m, u64 ptr);
+void ptrmap_insert(struct ptrmap *m, u64 ptr, u32 rec);  /* ptr not live */
+void ptrmap_remove(struct ptrmap *m, struct ptrloc loc);
+void ptrmap_free(struct ptrmap *m);
+/* calls fn(ptr, rec, arg) for every live pointer in [lo, hi) (hi may be
+ * 2^64) and removes it when fn returns non-zero; hi_all: every pointer */
+void ptrmap_each(struct ptrmap *m, u64 lo, unsigned __int128 hi,
+		 int (*fn)(u64 ptr, u32 rec, void *arg), void *arg);
+
+/* ------------------------------------------------------------ state.c */
+struct rec {        /* what liveness.py's live tuple holds */
+	u64 size;
+	u32 ci;         /* code index (struct codes) */
+	u32 runs;       /* run tuple id (struct runs) */
+	u32 refs;       /* live allocations that share it; 0: free slot */
+};
+
+struct recs {
+	struct rec *r;
+	u32 n, cap;
+	u32 *spare;
+	u32 nspare, capspare;
+	u32 *slots;     /* dedup table of ids + 1, 0 empty */
+	u64 cap_slots, used_slots;
+};
+u32 recs_get(struct recs *rs, u64 size, u32 ci, u32 runs);
+void recs_unref(struct recs *rs, u32 id);
+void recs_free(struct recs *rs);
+
+/* the counters of each (phase slot, key) code that allocated */
+struct codes {
+	struct u64map index;    /* code -> ci */
+	u64 *code, *k;
+	i64 *ec, *temp, *lc, *pc;
+	i128 *eb, *lb, *pb;
+	u32 n, cap;
+};
+u32 codes_get(struct codes *c, u64 code, u64 nkeys);
+void codes_free(struct codes *c);
+
+/* phase runs (liveness.py's run_* columns) and run tuples (cruns) */
+struct runs {
+	u32 *slot; i32 *pid; u64 *id; i64 *t0, *t1; u8 *closed;
+	i128 *total0, *commit0, *live, *best;
+	u32 n, cap;
+	u32 *pool;          /* tuples, each a stretch of run numbers */
+	u64 npool, cappool;
+	u64 *tstart; u32 *tlen;
+	u32 ntuples, captuples;   /* tuple 0: () */
+};
+u32 runs_new(struct runs *rs);
+u32 runs_tuple(struct runs *rs, const u32 *runs, u32 n);
+
+struct proc {
+	i32 pid;
+	i128 total, hw, commit;
+	u64 last;
+	int has_last;
+	u32 *open;
+	u32 nopen, capopen;
+	struct ptrmap live;
+};
+
+struct thread {
+	i32 pid;
+	u64 *phase;
+	u32 *run;
+	u32 n, cap;
+	u64 cbase;      /* thread_phase: code base and run tuple */
+	u32 tuple;
+};
+
+/* ------------------------------------------------------------ sweep.c */
+struct chunk {
+	u64 offset;
+	u64 len[8];     /* kinds times pids tids a b sizes keyidx */
+};
+
+struct log {
+	int fd;
+	struct chunk *chunks;
+	u32 nchunks;
+	u64 nkeys;
+};
+
+/* the columns of one chunk, read back */
+struct cols {
+	u8 *kinds; i64 *times; i32 *pids, *tids; u64 *a, *b, *sizes; u32 *keyidx;
+	u64 n, nsizes, nkeyidx;
+	void *buf;
+	size_t cap;
+};
+void cols_read(const struct log *log, u32 c, struct cols *out);
+
+void sweep_log(const struct log *log, const i64 *times, u64 ntimes, FILE *out);
+
+void put_i128(FILE *f, i128 v);
+
+#endif
