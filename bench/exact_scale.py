@@ -2,6 +2,7 @@
 """Exact mode at scale, side by side with heaptrack, on the example compiler.
 
   bench/exact_scale.py [--units 250,2500,25000] [--skip-above 25000]
+                       [--tools floor,dwarf,fp,sampled,heaptrack]
 
 For each size (minicc UNITS: about 418 allocations a unit, so 250, 2500,
 25000 and 250000 units are 10^5 to 10^8 allocations, as many frees), in
@@ -48,6 +49,7 @@ ALLOCSITES = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "allocsites")]
 MINICC_SRC = [os.path.join(ROOT, "examples", "minicc", n + ".c")
               for n in ("main", "lexer", "parser", "types", "emit")] + \
     [os.path.join(ROOT, "examples", "rtalloc", "rt_arena.c")]
+TOOLS = ("floor", "dwarf", "fp", "sampled", "heaptrack")
 ALLOCS_PER_UNIT = 417.6   # minicc 2500: 1,040,191 allocations
 
 
@@ -157,7 +159,16 @@ def main():
                          "run (default 25000: 10^8 allocations take about "
                          "25 minutes to record exactly here, and the "
                          "report as long again)")
+    ap.add_argument("--tools", default=",".join(TOOLS),
+                    help="the rows to run, of %s (default: all; a size "
+                         "this large that only some fit the time, e.g. "
+                         "10^8: --tools dwarf,heaptrack)" % ",".join(TOOLS))
     args = ap.parse_args()
+    tools = args.tools.split(",")
+    unknown = set(tools) - set(TOOLS)
+    if unknown:
+        raise SystemExit("exact_scale: unknown --tools %s" % ",".join(
+            sorted(unknown)))
     minicc = os.path.join(BUILD, "minicc")
     minicc_fp = os.path.join(BUILD, "minicc-fp")
     for p in (minicc, minicc_fp):
@@ -167,9 +178,9 @@ def main():
                    "-DRT_ALLOC_HEAPTRACK")
     have_heaptrack = shutil.which("heaptrack") is not None
     print("# Exact mode at scale: allocsites and heaptrack on minicc\n")
-    print("Machine: %s, %d CPUs, %s; `bench/exact_scale.py --units %s`.\n"
-          % (platform.node(), os.cpu_count(), platform.release(),
-             args.units))
+    print("Machine: %s, %d CPUs, %s; `bench/exact_scale.py --units %s "
+          "--tools %s`.\n" % (platform.node(), os.cpu_count(),
+                               platform.release(), args.units, args.tools))
     print("| allocations | tool | record | report | report memory "
           "| bytes/event | complete |")
     print("|---|---|---|---|---|---|---|")
@@ -186,16 +197,23 @@ def main():
             say("native minicc %d" % units)
             nat_s, _, _, _ = run([minicc, str(units)])
             rows = [["native", "%.2f s" % nat_s, "", "", "", ""]]
-            rows.append(allocsites_row("no call graph (floor)", minicc,
-                                       units, tmp, ["--unwind", "none"]))
-            rows.append(allocsites_row("allocsites dwarf", minicc, units,
-                                       tmp))
-            rows.append(allocsites_row("allocsites fp", minicc_fp, units,
-                                       tmp, ["--unwind", "fp"]))
-            rows.append(allocsites_row("sampled 512k", minicc, units, tmp,
-                                       ["--sample", "512k"]))
-            if have_heaptrack:
-                rows.append(heaptrack_row(hooked, units, tmp))
+            if "floor" in tools:
+                rows.append(allocsites_row("no call graph (floor)", minicc,
+                                           units, tmp, ["--unwind", "none"]))
+            if "dwarf" in tools:
+                rows.append(allocsites_row("allocsites dwarf", minicc,
+                                           units, tmp))
+            if "fp" in tools:
+                rows.append(allocsites_row("allocsites fp", minicc_fp,
+                                           units, tmp, ["--unwind", "fp"]))
+            if "sampled" in tools:
+                rows.append(allocsites_row("sampled 512k", minicc, units,
+                                           tmp, ["--sample", "512k"]))
+            if "heaptrack" in tools:
+                rows.append(heaptrack_row(hooked, units, tmp)
+                            if have_heaptrack else
+                            ["heaptrack", "not run: heaptrack is not "
+                             "installed", "", "", "", ""])
             for row in rows:
                 print("| %s | %s |" % (allocs, " | ".join(str(c)
                                                          for c in row)))

@@ -13,7 +13,7 @@ import tempfile
 # where a report is made, not here: `allocsites record` does not need them,
 # and their imports were a tenth of its fixed cost.
 from . import (commandline, options, perfdata, perfrun, recorder, runstate,
-               scancache, writerwake)
+               scancache, writerwake, unwindchoice)
 from .parse import event_kind
 from .recorder import RecordError
 from .report import human_bytes, lost_words
@@ -99,6 +99,12 @@ def record(opts, argv, out=sys.stderr):
     if not any(alloc_probe in names for _, names in binaries):
         raise RecordError("%s has rt probes but no rt:%s: rebuild it with the "
                           "current include/rt_probes.h" % (name, alloc_probe))
+    unwind = getattr(opts, "unwind", "dwarf")
+    if unwind == "auto":
+        unwind, why = unwindchoice.choose(
+            [prog] + [p for p, names in binaries
+                      if alloc_probe in names and p != prog])
+        out.write("allocsites: --unwind auto: %s (%s)\n" % (unwind, why))
     parent = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(parent):
         raise RecordError("-o %s: directory %s does not exist" % (output, parent))
@@ -148,7 +154,7 @@ def record(opts, argv, out=sys.stderr):
                             rings=recorder.RINGS_SAMPLED
                             if opts.sample and not opts.frees
                             else recorder.RINGS_EXACT,
-                            unwind=getattr(opts, "unwind", "dwarf"))
+                            unwind=unwind)
                         try:
                             child = subprocess.Popen(
                                 cmd, env=env, preexec_fn=boost.preexec)

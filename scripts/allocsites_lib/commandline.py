@@ -182,7 +182,7 @@ def add_record_options(p):
                         "(default %d, max 65528, multiple of 8); raise it "
                         "when the report says stacks were cut short"
                         % recorder.DEFAULT_STACK_SIZE)
-    g.add_argument("--unwind", choices=("dwarf", "fp", "none"),
+    g.add_argument("--unwind", choices=("dwarf", "fp", "auto", "none"),
                    default="dwarf",
                    help="how stacks are taken: dwarf (default) copies "
                         "--stack-size bytes of stack per allocation and the "
@@ -191,7 +191,10 @@ def add_record_options(p):
                         "copied: cheaper and smaller, for programs built "
                         "with -fno-omit-frame-pointer (a library without "
                         "them ends the stack there: the report counts "
-                        "such stacks as cut short); none takes no stacks "
+                        "such stacks as cut short); auto takes fp where "
+                        "the program and the allocator's binaries keep "
+                        "frame pointers (checked in their code, said in "
+                        "one line), else dwarf; none takes no stacks "
                         "(totals, liveness and phases only: the cost floor "
                         "of recording every event)")
     g.add_argument("--lib", dest="libs", action="append", default=[],

@@ -184,3 +184,51 @@ def to_link_address(elf, perf_address):
         if p_offset <= perf_address < p_offset + p_filesz:
             return perf_address - p_offset + p_vaddr
     return perf_address
+
+
+# x86-64: mov %rsp,%rbp, the frame pointer set up. Not only at the entry:
+# gcc schedules other instructions between it and push %rbp, and
+# shrink-wraps the prologue past an early return.
+FP_SETUP = b"\x48\x89\xe5"
+# start-up code that the C runtime links into every program, compiled
+# without frame pointers whatever the program's flags
+CRT_FUNCTIONS = frozenset((
+    "_start", "_init", "_fini", "deregister_tm_clones",
+    "register_tm_clones", "__do_global_dtors_aux", "frame_dummy",
+    "__libc_csu_init", "__libc_csu_fini", "_dl_relocate_static_pie"))
+
+
+def frame_pointer_functions(elf):
+    """[(start, size, sets up a frame pointer)] of the binary's functions
+    in .text (its .symtab, else .dynsym; the C runtime's start-up code
+    left out), link-time addresses. A function sets one up if
+    mov %rsp,%rbp is in its code, as -fno-omit-frame-pointer makes every
+    function that has a frame do; without it only functions with a
+    variable-sized frame do. None where that cannot be told: not x86-64,
+    no .text or no function symbols."""
+    if elf is None or elf.machine != "x86_64":
+        return None
+    text = elf.sections.get(".text")
+    if text is None:
+        return None
+    text_addr, text_off, text_size = text
+    for table, names in ((".symtab", ".strtab"), (".dynsym", ".dynstr")):
+        syms, strs = elf.section(table), elf.section(names)
+        if syms and strs:
+            break
+    else:
+        return None
+    found = {}
+    for off in range(0, len(syms) - 23, 24):
+        st_name, st_info, _, _, value, size = struct.unpack_from(
+            "<IBBHQQ", syms, off)
+        if st_info & 0xf != 2 or not size or \
+                not text_addr <= value < text_addr + text_size:
+            continue   # not a function with code in .text
+        end = strs.find(b"\0", st_name)
+        name = strs[st_name:end].decode("latin-1")
+        if name in CRT_FUNCTIONS or name.endswith(".cold"):
+            continue   # (.cold: a function's unlikely part, split off)
+        at = text_off + value - text_addr
+        found[value] = (value, size, FP_SETUP in elf.data[at:at + size])
+    return sorted(found.values()) or None

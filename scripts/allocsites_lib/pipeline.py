@@ -275,13 +275,18 @@ def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
     written = []
 
     def save(kind, path, text):
+        """text: a string, or its pieces (written one at a time)."""
         with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+            if isinstance(text, str):
+                f.write(text)
+            else:
+                for piece in text:
+                    f.write(piece)
         written.append((kind, path))
 
     if opts.json:
-        save("json", opts.json, jsonout.render_json(report, opts.top,
-                                                    opts.stacks))
+        save("json", opts.json, jsonout.iter_json(report, opts.top,
+                                                  opts.stacks))
     if opts.csv:
         save("csv", opts.csv, csvout.render_csv(report, opts.top))
     if report.pprof is not None:

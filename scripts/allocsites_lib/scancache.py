@@ -23,7 +23,6 @@ Writing is best effort (a read-only directory just means no sidecar).
 import array
 import hashlib
 import json
-import mmap
 import os
 import stat
 import sys
@@ -37,14 +36,26 @@ def path_for(data):
     return data + ".scan"
 
 
+DIGEST_BLOCK = 1 << 20
+
+
 def digest(data):
-    """(size, hex digest) of the file at data."""
-    with open(data, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return 0, hashlib.blake2b(b"", digest_size=16).hexdigest()
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            return size, hashlib.blake2b(mm, digest_size=16).hexdigest()
+    """(size, hex digest) of the file at data. Read a block at a time, not
+    mapped: a mapped recording's pages count in the report's resident
+    memory (570 MB of a 662 MB peak for 10^7 allocations), read ones in
+    one reused buffer do not."""
+    h = hashlib.blake2b(digest_size=16)
+    buf = bytearray(DIGEST_BLOCK)
+    view = memoryview(buf)
+    size = 0
+    with open(data, "rb", buffering=0) as f:
+        while True:
+            n = f.readinto(buf)
+            if not n:
+                break
+            h.update(view[:n])
+            size += n
+    return size, h.hexdigest()
 
 
 def _fields(scan):

@@ -138,6 +138,18 @@ class FramePointers(ProfileTest):
         self.assertNotIn("--stack-size", rep.stderr)
 
 
+    def test_auto_takes_fp_only_where_frame_pointers_are_kept(self):
+        for prog, want in (("t_basic_fp", "fp"), ("t_basic", "dwarf")):
+            report, truth, rec, _ = self.profile(
+                program(prog), ["300"], record_args=["--unwind", "auto"])
+            with self.subTest(prog=prog):
+                self.assertMatchesTruth(report, truth)
+                self.assertEqual(report["unwind"], want)
+                self.assertEqual(report["truncated_allocations"], 0)
+                self.assertRegex(rec.stderr, r"allocsites: --unwind auto: %s "
+                                             r"\(%s" % (want, prog))
+
+
 class BoundedMemory(ProfileTest):
 
     def test_report_under_an_address_space_cap(self):
