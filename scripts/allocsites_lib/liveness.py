@@ -38,6 +38,11 @@ short (one event per sampled block). The Speed test prints the figure
 with ALLOCSITES_SPEED=1. Memory: one tuple and a dict entry per
 live allocation (~150 bytes), and the timeline's snapshots, 8 bytes per
 key per point (400 points of 10000 keys: 32 MB).
+
+An exact sweep runs in allocsites-sweep (scripts/sweep/, C) where it is
+built: the same rules in about 6 bytes a live allocation
+(nativesweep.py; docs/design.md, "The sweep in C"). This module's sweep
+is the reference the C one is tested against, and the sampled sweep.
 """
 
 import bisect
