@@ -13,7 +13,7 @@ import tempfile
 # where a report is made, not here: `allocsites record` does not need them,
 # and their imports were a tenth of its fixed cost.
 from . import (commandline, options, perfdata, perfrun, recorder, runstate,
-               scancache, writerwake, unwindchoice)
+               scancache, writerwake, unwindchoice, completeness)
 from .parse import event_kind
 from .recorder import RecordError
 from .report import human_bytes, lost_words
@@ -443,15 +443,21 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         lost, reason = scan.lost()
     else:
         lost, reason = perfrun.count_lost(data, perf)
+    attached = scan is not None and perfdata.attached(scan.cmdline)
+    probed = recorder.read_buildids(data)
+    unseen = completeness.unseen(
+        running=scan.running() if scan is not None and not attached else (),
+        unprobed=recorder.unprobed_code(scan.code, probed)
+        if scan is not None and probed else ())
     from .symbolize import Symbolizer
     rep = pipeline.finish_report(
         result.tally, opts, Symbolizer(), lost, reason, os.path.abspath(data),
         result.handler_errors, result.perf_inlines, read_errors,
         build_ids=dict(scan.build_ids if scan is not None else {},
                        **recorder.read_buildids(data)),
-        attached=scan is not None and perfdata.attached(scan.cmdline),
+        attached=attached,
         tail_cut=scan is not None and bool(scan.tail_cut),
-        unwind=scan.unwind if scan is not None else None)
+        unwind=scan.unwind if scan is not None else None, unseen=unseen)
     pipeline.write_outputs(rep, opts, out=stdout, err=err)
     if rep.bad_options:   # a --tag or --phase that names nothing
         return 2

@@ -73,11 +73,14 @@ TAIL_CUT = ("perf's last compressed record was cut short (a perf 6.1 -z "
 
 
 def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
-            malformed=0, interrupted=False, attached=False, tail_cut=False):
+            malformed=0, interrupted=False, attached=False, tail_cut=False,
+            unseen=()):
     """The Verdict for one recording (see the module doc). tail_cut: the
     recording's compressed stream ends inside a record: complete only if
     the end-to-end count proves that what is missing was not the
-    program's (include/rt_exit.h pads the end for that)."""
+    program's (include/rt_exit.h pads the end for that). unseen: one line
+    each for what could have allocated where no count reaches (unseen()):
+    then nothing is called complete."""
     fired_tot, recv_tot, missing, extra, unchecked, unchecked_pids, \
         unchecked_kinds = count_check(received, fired)
 
@@ -129,7 +132,35 @@ def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
         if lost is None:
             why += "; perf's loss count unknown: %s" % lost_reason
         return made(None, why)
+    if unseen:
+        return made(None, "; ".join(unseen))
     return made(True, "%d events received, as many as the program fired%s"
                 % (sum(recv_tot.values()),
                    " (perf cut the recording's last compressed record "
                    "short, after them)" if tail_cut else ""))
+
+
+def unseen(running=(), unprobed=()):
+    """The lines for verdict's unseen. running: pids of processes still
+    running when the recording ended (perfdata.Scan.running; not when
+    attached, where that is the point); unprobed: files with rt probes
+    that ran code but were not probed (recorder.unprobed_code). Neither
+    sent an rt:exit that the recording holds, so no count can say what
+    they allocated."""
+    lines = []
+    if running:
+        shown = ", ".join(str(p) for p in running[:3])
+        lines.append("process%s %s%s still running when the recording "
+                     "ended (a daemon, or a child its parent did not wait "
+                     "for): what %s allocated after that is not in this "
+                     "recording" % (
+                         "es" if len(running) > 1 else "", shown,
+                         " and %d more" % (len(running) - 3)
+                         if len(running) > 3 else "",
+                         "they" if len(running) > 1 else "it"))
+    for path in unprobed:
+        lines.append("%s ran and has rt probes but was not probed (a library "
+                     "loaded by dlopen, or a program started by exec): what "
+                     "it allocated is not in this recording; name a library "
+                     "with --lib, profile a program directly" % path)
+    return lines

@@ -36,8 +36,13 @@ import struct
 HEADER = struct.Struct("<8sQQQQQQQQ4Q")  # perf_file_header, 104 bytes
 RECORD_HEADER = struct.Struct("<IHH")
 U64 = struct.Struct("<Q")
+U32X2 = struct.Struct("<II")
+U32X4 = struct.Struct("<IIII")
 
 PERF_RECORD_LOST = 2
+PERF_RECORD_COMM = 3
+PERF_RECORD_EXIT = 4
+PERF_RECORD_FORK = 7
 PERF_RECORD_MMAP2 = 10
 PERF_RECORD_MISC_MMAP_BUILD_ID = 1 << 14
 PROT_EXEC = 4
@@ -153,6 +158,18 @@ class Scan:
         # and a stack copy, unwound afterwards), "fp" (the kernel's
         # frame-pointer walk) or None (no call graph).
         self.unwind = None
+        # Processes the recording saw start (FORK of a new process, or
+        # the COMM of the program perf started) and end (EXIT of the
+        # thread whose tid is the pid). running(): those still running
+        # when the recording ended, such as a daemon whose parent, the
+        # program perf waited for, had exited.
+        self.started = set()
+        self.ended = set()
+
+    def running(self):
+        """The pids of processes that were still running when the
+        recording ended, sorted."""
+        return sorted(self.started - self.ended)
 
     def lost(self, event_prefix="sdt_rt:"):
         """(lost, None) or (None, reason): the figures and the rule of
@@ -435,6 +452,22 @@ class _Records:
             return self.attrs[0]
         return self.by_id.get(ident)
 
+    def task(self, type_, buf, pos):
+        """FORK and EXIT: u32 pid, ppid, tid, ptid; COMM: u32 pid, tid."""
+        if type_ == PERF_RECORD_COMM:
+            pid, tid = U32X2.unpack_from(buf, pos + 8)
+            if pid == tid:
+                self.scan.started.add(pid)
+            return
+        pid, ppid, tid, _ = U32X4.unpack_from(buf, pos + 8)
+        if pid != tid:
+            return   # a thread
+        if type_ == PERF_RECORD_FORK:
+            if pid != ppid:
+                self.scan.started.add(pid)
+        else:
+            self.scan.ended.add(pid)
+
     def mmap2(self, buf, pos, size, misc):
         """MMAP2: u32 pid, tid; u64 addr, len, pgoff; then either u32 maj,
         min, u64 ino, ino_generation or (misc bit 14, --buildid-mmap) u8
@@ -516,6 +549,9 @@ class _Records:
                 self.scan.lost_records += 1
             elif type_ == PERF_RECORD_MMAP2:
                 self.mmap2(buf, pos, size, _misc)
+            elif type_ in (PERF_RECORD_FORK, PERF_RECORD_EXIT,
+                           PERF_RECORD_COMM) and size >= 16:
+                self.task(type_, buf, pos)
             pos += size
         self.scan.samples += samples
         self.duplicates += duplicates

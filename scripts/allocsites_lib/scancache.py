@@ -13,7 +13,7 @@ damaged since, a sidecar of another version) is ignored and the report
 scans as before. No pickle: a file planted beside someone's perf.data
 must not run code in the report, so the format is data only:
 
-    allocsites-scan 2\\n
+    allocsites-scan 3\\n
     one line of JSON: the digest, the size, the scan's small fields\\n
     the sample times, little-endian int64, as many as the JSON says
 
@@ -29,7 +29,7 @@ import sys
 
 from . import perfdata
 
-MAGIC = b"allocsites-scan 2\n"
+MAGIC = b"allocsites-scan 3\n"   # 3: started and ended processes
 
 
 def path_for(data):
@@ -76,6 +76,8 @@ def _fields(scan):
         "tail_cut": scan.tail_cut,
         "pids": sorted(scan.pids.items()),
         "depths": [list(d) for d in scan.depths],
+        "started": sorted(scan.started),
+        "ended": sorted(scan.ended),
     }
 
 
@@ -156,6 +158,8 @@ def _scan_of(fields, times):
         raise ValueError("unwind")
     scan.pids = {int(tid): int(pid) for tid, pid in fields["pids"]}
     scan.depths = [(int(t), int(b)) for t, b in fields["depths"]]
+    scan.started = set(map(int, fields["started"]))
+    scan.ended = set(map(int, fields["ended"]))
     return scan
 
 

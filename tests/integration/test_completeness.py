@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import ROOT, ProfileTest, allocsites, program  # noqa: E402
@@ -120,6 +121,58 @@ class EndToEndCount(ProfileTest):
         self.assertEqual(report["totals"]["count"], 3)
         self.assertIsNone(report["complete"])
         self.assertEqual(report["check"]["unchecked_by_kind"]["alloc"], 3)
+
+
+class UnseenAllocators(ProfileTest):
+    """What no end-to-end count reaches is never called complete: a
+    library loaded with dlopen that nobody named with --lib, a child that
+    outlives the program perf waited for (issue 21, class 6)."""
+
+    def record_and_report(self, argv, record_args=()):
+        data = os.path.join(self.tmp, "run.data")
+        out = os.path.join(self.tmp, "r.json")
+        rec = allocsites(["record", "-o", data] + list(record_args) +
+                         ["--"] + argv, env={"TRUTH_FILE": os.devnull})
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        rep = allocsites(["report", "-i", data, "--json", out])
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        with open(out) as f:
+            return rec, rep, json.load(f)
+
+    def test_a_dlopened_library_not_named(self):
+        lib = os.path.realpath(os.path.join(os.path.dirname(program("t_basic")),
+                                            "..", "librtalloc.so"))
+        _, rep, report = self.record_and_report(
+            [program("t_dlopen"), lib, "200"])
+        # the program's own 3; the library's 200 are not in the recording,
+        # and a later report of the file (not only record) says so
+        self.assertEqual(report["totals"]["count"], 3)
+        self.assertIsNone(report["complete"])
+        self.assertIn("%s ran and has rt probes but was not probed" % lib,
+                      report["complete_reason"])
+        self.assertIn("complete: not checked (%s ran" % lib, rep.stdout)
+        # named with --lib: all 203, checked end to end
+        _, _, report = self.record_and_report(
+            [program("t_dlopen"), lib, "200"], ["--lib", lib])
+        self.assertEqual(report["totals"]["count"], 203)
+        self.assertIs(report["complete"], True, report["complete_reason"])
+
+    def test_a_child_left_running(self):
+        done = os.path.join(self.tmp, "daemon.done")
+        _, rep, report = self.record_and_report(
+            [program("t_daemon"), "300", done])
+        for _ in range(500):   # the child ends by itself, soon
+            if os.path.exists(done):
+                break
+            time.sleep(0.02)
+        self.assertTrue(os.path.exists(done), "t_daemon's child did not end")
+        self.assertEqual(report["totals"]["count"], 3)
+        self.assertIsNone(report["complete"])
+        self.assertRegex(report["complete_reason"],
+                         r"^process \d+ still running when the recording "
+                         r"ended \(a daemon, or a child its parent did not "
+                         r"wait for\): what it allocated after that is not "
+                         r"in this recording$")
 
 
 class DamagedRecordings(ProfileTest):
