@@ -108,6 +108,13 @@ def record(opts, argv, out=sys.stderr):
     parent = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(parent):
         raise RecordError("-o %s: directory %s does not exist" % (output, parent))
+    try:   # a read-only or full filesystem: one line now, not perf's three
+        fd, probe = tempfile.mkstemp(prefix=".allocsites-", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise RecordError("-o %s: cannot write in %s: %s"
+                          % (output, parent, e.strerror or e))
     moved = recorder.check_output(output)
     tracefs = recorder.Tracefs()
     events = recorder.ProbeEvents(perf)
@@ -180,9 +187,13 @@ def record(opts, argv, out=sys.stderr):
     if status is None:  # a signal came before perf started
         raise Stopped(interrupts.received)
     if interrupts.received not in (None, signal.SIGINT):
+        if os.path.exists(output) and not recorder.finished(output):
+            out.write("allocsites: %s\n" % (recorder.UNFINISHED % output))
         raise Stopped(interrupts.received)
     if not os.path.exists(output):
         raise RecordError("perf record wrote no data (exit status %d)" % status)
+    if not recorder.finished(output):
+        raise RecordError(recorder.UNFINISHED % output)
     full = recorder.disk_full(output) if status != 0 else None
     if full is not None:
         raise RecordError(full)

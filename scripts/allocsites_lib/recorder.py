@@ -772,6 +772,24 @@ def check_output(path):
     return "allocsites: the previous %s is kept as %s\n" % (path, old)
 
 
+UNFINISHED = ("%s is a recording perf never finished (its header was "
+              "never completed: perf was killed, by a hangup for example, "
+              "or is still writing it); record again and let it end with "
+              "the program or Ctrl-C")
+
+
+def finished(path):
+    """False if path is a perf.data whose header perf never completed
+    (check_perf_data's UNFINISHED), else True (whatever else it is)."""
+    try:
+        with open(path, "rb") as f:
+            header = f.read(56)
+    except OSError:
+        return True
+    return not (len(header) == 56 and header[:8] == PERF_MAGIC and
+                struct.unpack("<Q", header[48:56])[0] == 0)
+
+
 def check_perf_data(path):
     """A one-line error unless path is a readable perf.data file whose data
     section is all there (perf's own message for a file cut short is
@@ -799,6 +817,8 @@ def check_perf_data(path):
         raise RecordError("%s is truncated or not a complete perf.data"
                           % path)
     data_offset, data_size = struct.unpack("<QQ", header[40:56])
+    if data_size == 0:   # perf writes it last, when it finishes the file
+        raise RecordError(UNFINISHED % path)
     if size < data_offset + data_size:
         raise RecordError("%s is truncated or not a complete perf.data (%d "
                           "of its %d bytes of data are missing)"

@@ -261,6 +261,44 @@ class Errors(ProfileTest):
                          report["totals"]["count"])
         self.assertIn("complete: not checked", rep.stdout)
 
+    def test_hangup_leaves_a_recording_named_unfinished(self):
+        # SIGHUP to the process group (a closed terminal): perf dies
+        # before it completes the file's header. record says so, and a
+        # report of the file is one line and status 1, not perf's six.
+        proc, data = self.start_long_recording()
+        os.killpg(proc.pid, signal.SIGHUP)
+        _, err = proc.communicate(timeout=120)
+        self.assertNotIn("Traceback", err)
+        self.assertEqual(proc.returncode, 128 + signal.SIGHUP, err)
+        from allocsites_lib import recorder
+        if recorder.finished(data):   # perf finished it after all
+            rep = allocsites(["report", "-i", data])
+            self.assertNotIn("Traceback", rep.stderr)
+            self.assertIn("complete: not checked", rep.stdout)
+            return
+        self.assertIn("allocsites: %s is a recording perf never finished"
+                      % data, err)
+        rep = allocsites(["report", "-i", data])
+        self.assertEqual(rep.returncode, 1, rep.stderr)
+        self.assertEqual(rep.stdout, "")
+        self.assertEqual(len(rep.stderr.splitlines()), 1, rep.stderr)
+        self.assertIn("%s is a recording perf never finished" % data,
+                      rep.stderr)
+
+    def test_output_on_a_read_only_filesystem_is_one_line(self):
+        ro = os.path.join(self.tmp, "ro")
+        os.mkdir(ro)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs",
+                        ro], check=True)
+        self.addCleanup(subprocess.run, ["umount", ro])
+        rec = allocsites(["record", "-o", os.path.join(ro, "x.data"), "--",
+                          program("t_basic"), "10"],
+                         env={"TRUTH_FILE": os.devnull})
+        self.assertEqual(rec.returncode, 1)
+        self.assertEqual(rec.stderr, "allocsites: -o %s: cannot write in "
+                         "%s: Read-only file system\n"
+                         % (os.path.join(ro, "x.data"), ro))
+
     def test_path_with_a_space_is_one_line_and_names_no_event(self):
         # perf 6.1 reports an event it did not create for such a path: the
         # run must neither advise deleting that name nor keep it in its
