@@ -12,7 +12,7 @@ import tempfile
 # The report's modules (pipeline, fold, svg, diff, parallel) are imported
 # where a report is made, not here: `allocsites record` does not need them,
 # and their imports were a tenth of its fixed cost.
-from . import (commandline, options, perfdata, perfrun, recorder, runstate,
+from . import (commandline, elf, options, perfdata, perfrun, recorder, runstate,
                scancache, writerwake, unwindchoice, completeness)
 from .parse import event_kind
 from .recorder import RecordError
@@ -399,6 +399,18 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
                   % (data, type(e).__name__, e))
     if scan is None:   # perf script reads what the scan cannot
         reader = None
+    if reader is None:
+        static = [p for p in sorted(recorder.read_buildids(data))
+                  if elf.is_static(elf.open_elf(p))]
+        if static and scan is not None and scan.unwind == "dwarf":
+            # perf 6.1's unwinder stops at the allocator in a static
+            # binary: one site, "[no caller] ?", whatever the stack size
+            err.write("allocsites: error: cannot report %s with perf script: "
+                      "%s is statically linked, and perf's unwinding stops "
+                      "at the allocator in such a binary; the native reader "
+                      "unwinds it (make builds it; unset ALLOCSITES_READER)\n"
+                      % (data, static[0]))
+            return 1
     # Refused before it starts when it cannot fit (limits.py): better than
     # the kernel's OOM killer, or a full disk, halfway through.
     if scan is not None:

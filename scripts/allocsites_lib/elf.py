@@ -232,3 +232,14 @@ def frame_pointer_functions(elf):
         at = text_off + value - text_addr
         found[value] = (value, size, FP_SETUP in elf.data[at:at + size])
     return sorted(found.values()) or None
+
+
+def is_static(elf):
+    """Whether the binary is statically linked: no dynamic loader
+    (PT_INTERP), and not a shared library (a static PIE is ET_DYN too, but
+    has no loader either; a library has no PT_INTERP and a soname)."""
+    if elf is None or elf.interpreter is not None:
+        return False
+    if elf.e_type == ET_EXEC:
+        return True
+    return elf.e_type == ET_DYN and ".dynamic" not in elf.sections

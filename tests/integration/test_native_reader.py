@@ -150,6 +150,38 @@ class FramePointers(ProfileTest):
                                              r"\(%s" % (want, prog))
 
 
+class StaticBinaries(ProfileTest):
+    """gcc -static (issue 21, class 3): the native reader unwinds it with
+    the binary's own CFI; perf 6.1's unwinder stops at the allocator, so
+    the perf script path refuses it in one line instead of a one-site
+    table and advice to raise --stack-size."""
+
+    def build_static(self):
+        prog = os.path.join(self.tmp, "t_basic_static")
+        src = [os.path.join(ROOT, p) for p in (
+            "tests/programs/t_basic.c", "examples/rtalloc/rt_alloc.c",
+            "examples/rtalloc/rt_arena.c")]
+        subprocess.run(["gcc", "-std=c99", "-D_DEFAULT_SOURCE", "-O2", "-g",
+                        "-static"] +
+                       ["-I" + os.path.join(ROOT, d) for d in (
+                           "include", "examples/rtalloc", "tests/programs")] +
+                       src + ["-o", prog, "-pthread"], check=True)
+        return prog
+
+    def test_static_binary_against_its_truth(self):
+        prog = self.build_static()
+        report, truth, _, _ = self.profile(prog, ["300"])
+        self.assertMatchesTruth(report, truth)
+        self.assertEqual(report["truncated_allocations"], 0)
+        rep = allocsites(["report", "-i", os.path.join(self.tmp, "run.data")],
+                         env={"ALLOCSITES_READER": "perf"})
+        self.assertEqual(rep.returncode, 1, rep.stderr)
+        self.assertEqual(rep.stdout, "")
+        self.assertEqual(len(rep.stderr.splitlines()), 1, rep.stderr)
+        self.assertIn("%s is statically linked" % prog, rep.stderr)
+        self.assertNotIn("--stack-size", rep.stderr)
+
+
 class BoundedMemory(ProfileTest):
 
     def test_report_under_an_address_space_cap(self):
