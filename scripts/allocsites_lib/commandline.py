@@ -42,8 +42,8 @@ Each form lists its options and examples with --help:
 
 examples:
   allocsites -- ./build/minicc 500
-        profile minicc (213,431 allocations): table on stdout, flame graph
-        in perf.svg, the recording in perf.data (about 50 bytes each: 10 MB)
+        profile minicc (about 215,000 allocations): table on stdout, flame
+        graph in perf.svg, the recording in perf.data (about 10 MiB)
   allocsites --sample 512k -- ./build/minicc 5000
         a long run, sampled: estimated bytes and counts per site
   allocsites record -o run.data -- ./server --port 8080 --name "my server"

@@ -155,6 +155,9 @@ def _peak_index(times, t):
     return min(range(len(times)), key=lambda i: (abs(times[i] - t), i))
 
 
+CLIP_RATIO = 8   # committed above this many times the live top: clipped
+
+
 class _Chart(object):
     """Scales: chart coordinates of a time and of a byte value."""
 
@@ -426,8 +429,15 @@ def render(title, subtitle, times, series, other, total, peak,
     layers = _layers(series, other)
     tops = [sum(values[i] for _l, _c, values in layers)
             for i in range(len(times))]
-    ymax, yticks = _byte_ticks(max(tops + total + (committed or []) +
-                                   [peak[1]]))
+    live_top = max(tops + total + [peak[1]])
+    committed_top = max(committed) if committed else 0
+    # Committed bytes far above the live ones (an arena's 64 MiB reserve
+    # for 28 KiB of allocations) would flatten the live area to a line at
+    # zero: the scale is then the live bytes', the committed line stops
+    # at the top, and a note says so.
+    clipped = committed_top > CLIP_RATIO * max(live_top, 1)
+    ymax, yticks = _byte_ticks(live_top if clipped
+                               else max(live_top, committed_top))
     chart = _Chart(tags_top + (max(rows) + 1 if rows else 0) * ROW_H + 2,
                    lo, hi, ymax)
     legend = _legend_rows(layers, total, committed)
@@ -436,8 +446,14 @@ def render(title, subtitle, times, series, other, total, peak,
     body = _y_axis(chart, yticks) + \
         _phase_bands(chart, phases, rows, tags_top, unit) + \
         _areas(chart, times, layers) + \
-        (_committed_line(chart, times, committed) if committed is not None
-         else []) + \
+        (_committed_line(chart, times, [min(v, ymax) for v in committed]
+                         if clipped else committed)
+         if committed is not None else []) + \
+        (['<text id="committed-clipped" x="%s" y="%s">committed bytes '
+          '(up to %s) run above the chart: its scale is the live '
+          'bytes\'</text>' % (_num(chart.left), _num(chart.top - 4),
+                              _text(human_bytes(committed_top)))]
+         if clipped else []) + \
         _x_axis(chart, _time_ticks(lo, hi, unit)) + \
         _peak_marker(chart, peak, unit, header + FONT_SIZE) + \
         _columns(chart, times, legend, unit) + \

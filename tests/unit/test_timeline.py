@@ -170,6 +170,31 @@ class TimelineTest(unittest.TestCase):
         self.assertNotIn('id="committed"', doc)
         self.assertNotIn("committed", [l for _v, l in legend(ET.fromstring(doc))])
 
+    def test_committed_far_above_the_live_bytes_is_clipped(self):
+        # 28 KiB live under a 64 MiB reserve: the scale is the live bytes'
+        # (the area is not a flat line at zero), the committed line runs
+        # along the top, and a note says so (issue 21, class 8)
+        KiB = 1024
+        total = [0, 20 * KiB, 28 * KiB, 10 * KiB]
+        series = [("a", total)]
+        committed = [64 * MiB] * 4
+        root = ET.fromstring(render(series=series, other=None, total=total,
+                                    peak=(2000000, 28 * KiB),
+                                    committed=committed))
+        note = by_id(root, "committed-clipped")
+        self.assertEqual(note.text, "committed bytes (up to 64.0 MiB) run "
+                         "above the chart: its scale is the live bytes'")
+        p = Plot(root, 0, 3000000, 1)
+        ys = [y for _x, y in points(by_id(root, "committed"))]
+        self.assertEqual(ys, [p.top] * 4)
+        # the live area's top reaches at least half the plot's height
+        area_top = min(y for poly in root.iter(NS + "polygon")
+                       for _x, y in points(poly))
+        self.assertLess(area_top, p.top + p.height / 2)
+        # within CLIP_RATIO of the live bytes, nothing is clipped
+        doc = render(committed=COMMITTED)
+        self.assertNotIn("committed-clipped", doc)
+
     def test_phase_bands(self):
         root = ET.fromstring(render(phases=PHASES))
         plain = ET.fromstring(render())
