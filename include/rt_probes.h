@@ -7,7 +7,9 @@
  *     void *p = carve(size);
  *     RT_ALLOC(p, size, tag);                 after a successful allocation
  *     ...
- *     RT_FREE(p, size, tag);                  before the block is released
+ *     RT_FREE(p);                             before the block is released
+ *     RT_REALLOC(old, p, size, tag);          after a reallocation
+ *     (RT_FREE(p, size, tag), the first form, still works)
  *
  *     RT_TAG_NAME(3, "ast");                  at file scope: tag 3 is "ast"
  *
@@ -107,6 +109,17 @@
         __attribute__((used, section(".rt_skip"), aligned(4))) = {           \
             (unsigned int)sizeof(regex), regex}
 
+/* RT_FREE(ptr) or RT_FREE(ptr, size, tag): the report takes a block's
+ * size and tag from its allocation, so the one-argument form is all an
+ * allocator needs; the three-argument form, the first one this header
+ * had, means what it always did (rt:free carries size and tag; the
+ * one-argument form sends 0 and 0). */
+#define RT__FREE_PICK(a1, a2, a3, name, ...) name
+#define RT_FREE(...)                                                          \
+    RT__FREE_PICK(__VA_ARGS__, RT__FREE3, RT__FREE_2_ARGUMENTS_IS_AN_ERROR,  \
+                  RT__FREE1, RT__FREE_NEEDS_A_POINTER)(__VA_ARGS__)
+#define RT__FREE1(ptr) RT__FREE3(ptr, 0, 0)
+
 #if defined(RT_PROBES_DISABLE)
 
 #define RT_ALLOC_ENABLED() 0
@@ -115,8 +128,11 @@
 /* sizeof: the arguments count as used but are never evaluated. */
 #define RT_ALLOC(ptr, size, tag)                                              \
     ((void)sizeof(ptr), (void)sizeof(size), (void)sizeof(tag))
-#define RT_FREE(ptr, size, tag)                                               \
+#define RT__FREE3(ptr, size, tag)                                             \
     ((void)sizeof(ptr), (void)sizeof(size), (void)sizeof(tag))
+#define RT_REALLOC(old, new, size, tag)                                       \
+    ((void)sizeof(old), (void)sizeof(new), (void)sizeof(size),               \
+     (void)sizeof(tag))
 #define RT_RELEASE(base, len) ((void)sizeof(base), (void)sizeof(len))
 #define RT_COMMIT(ptr, size) ((void)sizeof(ptr), (void)sizeof(size))
 #define RT_DECOMMIT(ptr, size) ((void)sizeof(ptr), (void)sizeof(size))
@@ -332,17 +348,18 @@ RT__DEFINE_ON(rt__on64, unsigned long long, "cmpq")
 #define RT_ALLOC(ptr, size, tag)                                              \
     do {                                                                      \
         if (rt__on32(&rt__alloc_semaphores)) {                                \
+            /* each argument once, whichever events are recorded */          \
+            unsigned long long rt__p = (unsigned long long)(size_t)(ptr);     \
+            unsigned long long rt__size = (unsigned long long)(size);         \
+            unsigned int rt__tag = (unsigned int)(tag);                       \
             if (RT_ALLOC_ENABLED()) {                                         \
-                RT__FIRE(alloc, ptr, size, tag)                               \
+                RT__FIRE(alloc, rt__p, rt__size, rt__tag)                     \
                 rt__count(RT__FIRED_ALLOC);                                   \
             }                                                                 \
             if (RT_SAMPLE_ENABLED()) {                                        \
-                unsigned long long rt__size = (unsigned long long)(size);     \
                 unsigned long long rt__w = rt__sample_weight(rt__size);       \
                 if (rt__w) {                                                  \
-                    unsigned long long rt__p =                                \
-                        (unsigned long long)(size_t)(ptr);                    \
-                    RT__PROBE_SAMPLE(rt__p, rt__size, tag, rt__w,             \
+                    RT__PROBE_SAMPLE(rt__p, rt__size, rt__tag, rt__w,         \
                                      rt__sample_rate());                      \
                     rt__count(RT__FIRED_SAMPLE);                              \
                     if (rt__on(&rt_sample_free_semaphore))                    \
@@ -354,21 +371,46 @@ RT__DEFINE_ON(rt__on64, unsigned long long, "cmpq")
 /* While rt:sample_free is recorded, RT_ALLOC keeps each sampled pointer in
  * the table of rt_live.h and RT_FREE looks every freed pointer up there:
  * a sampled block's free fires rt:sample_free(ptr, weight). */
-#define RT_FREE(ptr, size, tag)                                               \
+#define RT__FREE3(ptr, size, tag)                                             \
     do {                                                                      \
         if (rt__on32(&rt__free_semaphores)) {                                 \
+            unsigned long long rt__p = (unsigned long long)(size_t)(ptr);     \
+            unsigned long long rt__size = (unsigned long long)(size);         \
+            unsigned int rt__tag = (unsigned int)(tag);                       \
             if (RT_FREE_ENABLED()) {                                          \
-                RT__FIRE(free, ptr, size, tag)                                \
+                RT__FIRE(free, rt__p, rt__size, rt__tag)                      \
                 rt__count(RT__FIRED_FREE);                                    \
             }                                                                 \
             if (rt__on(&rt_sample_free_semaphore)) {                          \
-                unsigned long long rt__p = (unsigned long long)(size_t)(ptr); \
                 unsigned long long rt__w = rt__live_remove(rt__p);            \
                 if (rt__w) {                                                  \
                     RT__PROBE2(sample_free, rt__p, rt__w);                    \
                     rt__count(RT__FIRED_SAMPLE_FREE);                         \
                 }                                                             \
             }                                                                 \
+            (void)rt__size;                                                   \
+            (void)rt__tag;                                                    \
+        }                                                                     \
+    } while (0)
+
+/* RT_REALLOC(old, new, size, tag): after a reallocation that returned
+ * new: old's free, then new's allocation (one event each), as heaptrack's
+ * realloc hook reports it. A NULL old is a plain allocation; a NULL new
+ * with size 0 a plain free; a NULL new with a size (the reallocation
+ * failed, old is still live) records nothing. Each argument is evaluated
+ * once, and only when rt:alloc, rt:free or a sampled event is recorded. */
+#define RT_REALLOC(old, new, size, tag)                                       \
+    do {                                                                      \
+        if (rt__on32(&rt__alloc_semaphores) ||                                \
+            rt__on32(&rt__free_semaphores)) {                                 \
+            unsigned long long rt__ro = (unsigned long long)(size_t)(old);    \
+            unsigned long long rt__rn = (unsigned long long)(size_t)(new);    \
+            unsigned long long rt__rs = (unsigned long long)(size);           \
+            unsigned int rt__rt = (unsigned int)(tag);                        \
+            if (rt__ro && (rt__rn || !rt__rs))                                \
+                RT__FREE3(rt__ro, 0, rt__rt);                                 \
+            if (rt__rn)                                                       \
+                RT_ALLOC(rt__rn, rt__rs, rt__rt);                             \
         }                                                                     \
     } while (0)
 
