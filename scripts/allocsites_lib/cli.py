@@ -200,8 +200,13 @@ def record(opts, argv, out=sys.stderr):
     out.write(moved)
     # One pass over the recording for the summary and the unprobed code,
     # kept beside it for the report (scancache.py).
+    # Without the sample times where the native reader will report (they
+    # are one Python int a sample: 9 GB of the record's memory at 10^8
+    # allocations); the perf script workers' report scans again for them.
+    from . import native
     try:
-        scan = perfdata.scan(output)
+        scan = perfdata.scan(output, keep_times=native.reader_path(
+            ENTRY_SCRIPT) is None)
     except Exception:  # noqa: BLE001 - perf report --stats says it instead
         scan = None
     else:

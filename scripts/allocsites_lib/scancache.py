@@ -87,11 +87,14 @@ def save(data, scan):
     tmp = path + ".tmp"
     try:
         size, hexdigest = digest(data)
-        times = array.array("q", scan.times)
+        kept = isinstance(scan.times, list)
+        times = array.array("q", scan.times if kept else ())
         if sys.byteorder != "little":
             times.byteswap()
-        head = {"digest": hexdigest, "size": size, "times": len(times),
-                "scan": _fields(scan)}
+        # times -1: the scan kept none (perfdata.scan(keep_times=False)),
+        # and a report that needs them scans again
+        head = {"digest": hexdigest, "size": size,
+                "times": len(times) if kept else -1, "scan": _fields(scan)}
         with open(tmp, "wb") as f:
             f.write(MAGIC)
             f.write(json.dumps(head, separators=(",", ":")).encode() + b"\n")
@@ -122,6 +125,8 @@ def load(data, keep_times=True):
             n = head["times"]
             if not keep_times:
                 return _scan_of(head["scan"], None)
+            if n < 0:
+                return None   # kept without its times
             times = array.array("q")
             times.frombytes(f.read(8 * n))
             if len(times) != n:
