@@ -140,6 +140,35 @@ class ProbeContract(unittest.TestCase):
                      "unsigned long long phases",
                      "unsigned long long untracked"]})
 
+    def test_readelf_and_bpftrace_see_every_probe_in_c_and_cpp(self):
+        # Other USDT consumers read the notes as sys/sdt.h writes them:
+        # readelf -n names provider, probe and a semaphore for each (and
+        # bpftrace lists them where it is installed), for the new forms
+        # (RT_FREE(p), RT_REALLOC) as for the first ones.
+        use = USE % {"include": '#include "rt_probes.h"',
+                     "sample": "RT_FREE(ptr); RT_REALLOC(ptr, ptr, size, tag);"}
+        for name, compiler, std in (("notes_c", "gcc", "-std=c99"),
+                                    ("notes_cxx", "g++", "-std=c++11")):
+            prog = self.cc(use, name, std, compiler=compiler)
+            out = subprocess.run(["readelf", "-n", prog], check=True,
+                                 stdout=subprocess.PIPE,
+                                 universal_newlines=True).stdout
+            notes = re.findall(r"Provider: (\S+)\s+Name: (\S+)\s+"
+                               r"Location: (0x[0-9a-f]+), Base: 0x[0-9a-f]+, "
+                               r"Semaphore: (0x[0-9a-f]+)", out)
+            with self.subTest(compiler=compiler):
+                self.assertEqual({(p, n) for p, n, _, _ in notes},
+                                 {("rt", n) for n in PROBES})
+                for provider, probe, _, sem in notes:
+                    self.assertNotEqual(int(sem, 16), 0, probe)
+                if shutil.which("bpftrace"):
+                    listed = subprocess.run(
+                        ["bpftrace", "-l", "usdt:%s:rt:*" % prog],
+                        stdout=subprocess.PIPE, universal_newlines=True).stdout
+                    self.assertEqual(
+                        {line.rsplit(":", 1)[-1] for line in listed.split()},
+                        set(PROBES))
+
     def test_arguments_are_registers(self):
         prog = self.cc(USE % {"include": '#include "rt_probes.h"', "sample": ""}, "regs")
         image = elf.open_elf(prog)
