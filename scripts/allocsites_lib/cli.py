@@ -585,6 +585,12 @@ def run_diff(opts, out=sys.stdout):
 
 
 def dispatch(argv):
+    if argv[:1] in (["--version"], ["-V"]):
+        from . import __version__, jsonout
+        sys.stdout.write("allocsites %s (JSON report version %d; perf %s)\n"
+                         % (__version__, jsonout.VERSION,
+                            recorder.perf_version() or "not found"))
+        return 0
     inv = commandline.parse(argv)
     if inv is None:    # allocsites --help
         sys.stdout.write(USAGE)

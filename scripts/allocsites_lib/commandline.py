@@ -38,7 +38,7 @@ probes (include/rt_probes.h), recorded with perf.
 
 Each form lists its options and examples with --help:
   allocsites record --help      allocsites report --help      allocsites -- --help
-  allocsites diff --help
+  allocsites diff --help        allocsites --version
 
 examples:
   allocsites -- ./build/minicc 500
@@ -76,13 +76,23 @@ examples:
         charge allocations to the callers of the wrappers xmalloc and arena_new
   allocsites report -i run.data --tag ast --top 5 --csv ast.csv
         only allocations tagged ast, five largest sites
+  allocsites report -i run.data --pprof run.pb.gz
+        a pprof profile: go tool pprof -top run.pb.gz, or a Pyroscope
+        or Parca upload
+  allocsites report -i run.data --stacks parser.c:127
+        also the call stacks that reach the site at parser.c line 127
+  allocsites report -i run.data --timeline mem.svg
+        memory over time: live bytes, the largest sites, the phases
+  allocsites report -i run.data --phase parse
+        only what phase parse allocated (RT_PHASE_BEGIN/END, named with
+        RT_PHASE_NAME)
 """
 
 PROFILE_EXAMPLES = """\
 examples:
   allocsites -- ./build/minicc 500
-        record into perf.data (about 50 bytes per allocation: 10 MB here),
-        then the table, and the flame graph perf.svg
+        record into perf.data (about 10 MiB here), then the table, and
+        the flame graph perf.svg
   allocsites -o c.data --top 10 --json c.json -- ./build/minicc 500
         record into c.data; ten sites, a JSON report, the flame graph c.svg
   allocsites --sample 512k -- ./build/minicc 5000

@@ -169,6 +169,21 @@ def find_perf():
     return perf
 
 
+def perf_version():
+    """perf's version ("6.1.187"), or None without a working perf."""
+    perf = shutil.which("perf")
+    if perf is None:
+        return None
+    try:
+        out = subprocess.run([perf, "--version"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, timeout=10,
+                             universal_newlines=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    words = out.split()
+    return words[-1] if words else None
+
+
 def check_privileges():
     """Creating uprobe events writes tracefs: root, or a user the admin
     let write uprobe_events, with perf_event_paranoid -1 for tracepoints."""

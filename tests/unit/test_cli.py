@@ -5,6 +5,7 @@ import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
 import contextlib
+import re
 import io
 
 from allocsites_lib import cli, commandline, options
@@ -151,10 +152,6 @@ class ExitStatusTest(unittest.TestCase):
             self.assertEqual(out.getvalue(), said)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class RecordWithoutDashDashTest(unittest.TestCase):
     """`allocsites record ./prog args`, as perf record takes it."""
 
@@ -211,3 +208,28 @@ class SummaryTest(unittest.TestCase):
                           "graph", text)
         self.assertIn("recorded 5 sample events;",
                       self.summary({"sdt_rt:sample": 5}))
+
+
+class Version(unittest.TestCase):
+    def test_version_names_itself_the_json_format_and_perf(self):
+        from allocsites_lib import __version__, jsonout
+        for flag in ("--version", "-V"):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                status = cli.dispatch([flag])
+            self.assertEqual(status, 0)
+            self.assertRegex(out.getvalue(),
+                             r"^allocsites %s \(JSON report version %d; "
+                             r"perf (\S+|not found)\)\n$"
+                             % (re.escape(__version__), jsonout.VERSION))
+
+
+class ReportHelpExamples(unittest.TestCase):
+    def test_every_output_a_heap_profiler_user_asks_for_has_an_example(self):
+        for flag in ("--pprof", "--stacks", "--timeline", "--phase"):
+            self.assertIn("allocsites report -i run.data %s" % flag,
+                          commandline.REPORT_EXAMPLES)
+
+
+if __name__ == "__main__":
+    unittest.main()
