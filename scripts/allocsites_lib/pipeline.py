@@ -167,7 +167,9 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     for line in read_errors or ():
         warnings.append("not read: %s" % line)
     filters = {"tag": opts.tag, "min_size": opts.min_size,
-               "depth": opts.depth, "top": opts.top, "skip": opts.skip}
+               "depth": opts.depth, "top": opts.top, "skip": opts.skip,
+               # RT_SKIP's, in effect as --skip is (appended to the contract)
+               "skip_declared": [r for r, _ in declared]}
     check = completeness.verdict(tally.received, tally.fired, lost,
                                  lost_reason, read_errors, tally.malformed,
                                  interrupted, attached, tail_cut, unseen)

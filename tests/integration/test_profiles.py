@@ -159,6 +159,9 @@ class ExactProfiles(ProfileTest):
                           for s in report["sites"]}, truth)
         self.assertIn("wrappers declared by t_wrap (RT_SKIP): ^xmalloc$; "
                       "their callers are charged", report["warnings"])
+        # the JSON's filters say which skip is in effect (issue 23, item 8)
+        self.assertEqual(report["filters"]["skip_declared"], ["^xmalloc$"])
+        self.assertIsNone(report["filters"]["skip"])
 
     def test_undeclared_wrapper_is_noticed(self):
         report, _, rec, rep = self.profile_plain(program("t_wrap_plain"))
@@ -166,6 +169,7 @@ class ExactProfiles(ProfileTest):
         self.assertEqual([(s["function"], s["count"]) for s in
                           report["sites"]],
                          [("xmalloc", sum(c for c, _ in truth.values()))])
+        self.assertEqual(report["filters"]["skip_declared"], [])
         self.assertIn("xmalloc is reached from 10 different functions: if "
                       "it is a wrapper around the allocator, --skip "
                       "'^xmalloc$' charges its callers (or declare it once "
