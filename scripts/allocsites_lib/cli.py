@@ -485,7 +485,8 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
                        **recorder.read_buildids(data)),
         attached=attached,
         tail_cut=scan is not None and bool(scan.tail_cut),
-        unwind=scan.unwind if scan is not None else None, unseen=unseen)
+        unwind=scan.unwind if scan is not None else None, unseen=unseen,
+        still_running=bool(attached and scan.running()))
     pipeline.write_outputs(rep, opts, out=stdout, err=err)
     if rep.bad_options:   # a --tag or --phase that names nothing
         return 2

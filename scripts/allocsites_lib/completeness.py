@@ -74,13 +74,15 @@ TAIL_CUT = ("perf's last compressed record was cut short (a perf 6.1 -z "
 
 def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
             malformed=0, interrupted=False, attached=False, tail_cut=False,
-            unseen=()):
+            unseen=(), still_running=False):
     """The Verdict for one recording (see the module doc). tail_cut: the
     recording's compressed stream ends inside a record: complete only if
     the end-to-end count proves that what is missing was not the
     program's (include/rt_exit.h pads the end for that). unseen: one line
     each for what could have allocated where no count reaches (unseen()):
-    then nothing is called complete."""
+    then nothing is called complete. still_running: the recorded
+    processes had not ended when the recording did (an attached one goes
+    on), so no rt:exit could come."""
     fired_tot, recv_tot, missing, extra, unchecked, unchecked_pids, \
         unchecked_kinds = count_check(received, fired)
 
@@ -119,7 +121,9 @@ def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
         return made(None, "%d more events than the program "
                     "counted (events after its exit handler?)" % extra)
     if not fired:
-        why = ("no rt:exit event (the program did not exit normally, or was "
+        why = ("no rt:exit event: the process was still running when the "
+               "recording stopped" if still_running else
+               "no rt:exit event (the program did not exit normally, or was "
                "built with an older rt_probes.h)")
         if lost is None:
             why += "; perf's loss count unknown: %s" % lost_reason

@@ -97,6 +97,10 @@ class Attach(ProfileTest):
         # About a millisecond per allocation for one second.
         self.assertGreater(report["totals"]["count"], 100)
         self.assertIsNone(report["complete"])
+        # not "the program did not exit normally": it is still running
+        # (issue 23, item 8)
+        self.assertIn("no rt:exit event: the process was still running when "
+                      "the recording stopped", report["complete_reason"])
         proc.kill()
 
 
