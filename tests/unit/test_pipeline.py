@@ -116,7 +116,8 @@ class BuildReportTest(unittest.TestCase):
         self.assertEqual((r.mode, r.events, r.malformed, r.lost, r.lost_reason, r.frees),
                          ("exact", {"alloc": 8, "free": 2}, 1, 5, None, (2, 120)))
         self.assertEqual(r.filters, {"tag": None, "min_size": 0, "depth": None,
-                                     "top": None, "skip": ["^xmalloc$"]})
+                                     "top": None, "skip": ["^xmalloc$"],
+                                     "skip_declared": []})
 
     def test_warnings_in_order(self):
         self.assertEqual(self.build().warnings, [
