@@ -64,6 +64,16 @@ class RenderTest(unittest.TestCase):
     def test_nothing_matched_says_so(self):
         self.assertIn("none", sitestacks.render_stacks(PROFILE, "nope"))
 
+    def test_a_callers_line_says_it_is_not_a_site(self):
+        # parser.c:200 is parse_stmt's call, in the first two stacks
+        self.assertEqual(
+            sitestacks.render_stacks(PROFILE, "parser.c:200"),
+            "stacks reaching parser.c:200: none: that line is not an "
+            "allocation site but a caller's, in 2 stacks (8000 bytes) that "
+            "reach parse_primary parser.c:127: give --stacks one of those\n")
+        self.assertIn("reach parse_primary parser.c:127, lex lexer.c:32:",
+                      sitestacks.render_stacks(PROFILE, "main.c:10"))
+
     def test_json(self):
         doc = sitestacks.stacks_json(PROFILE, "ast", 10, jsonout.frame_json)
         self.assertEqual((doc["site"], doc["stacks_total"], doc["bytes"]),
