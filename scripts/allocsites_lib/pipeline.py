@@ -184,7 +184,7 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
         pprof = pprofout.encode(
             tally, symbolizer, names, mode,
             sampling["sample_bytes"] if sampling else 0, tags,
-            entries=entries, live=live)
+            entries=entries, live=live, skip=skip)
     report = Report(mode=mode, profile=result, events=dict(tally.events),
                     malformed=tally.malformed, lost=lost,
                     lost_reason=lost_reason, frees=tuple(tally.frees),

@@ -8,11 +8,14 @@ and has_functions/has_filenames/has_line_numbers/has_inline_frames set,
 so pprof does not symbolize again, and the tag as the string label "tag".
 
 The allocator's own frame (the one holding the probe) is left out of
-each stack, as Go leaves out runtime.mallocgc; --skip is not applied (in
-pprof, -hide or -focus do that). Encoded by hand: the message has seven
+each stack, as Go leaves out runtime.mallocgc, and so are the wrappers
+the table skips (--skip, RT_SKIP): leading frames whose function matches
+are dropped, a location whose inlined lines only partly match keeps the
+rest, so that pprof's flat figures name the callers the table names. Encoded by hand: the message has seven
 kinds of fields, and perf's embedded Python has no protobuf module."""
 
 import gzip
+import re
 
 from . import elf as elfmod
 
@@ -71,13 +74,15 @@ class _Strings:
 
 
 def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
-           entries=None, live=None):
+           entries=None, live=None, skip=None):
     """The gzip-compressed profile of tally (fold.Tally, resolved by
     symbolizer); names: {tag: name}; tags: the --tag filter or None;
     entries: {key: entry} instead of the tally's (one --phase); live:
     {key: liveness.KeyLive} when frees were recorded: then the profile
     also has Go's inuse_objects and inuse_space, what was live at the end
-    (as a Go heap profile taken at exit)."""
+    (as a Go heap profile taken at exit). skip: the wrappers' regex
+    (fold's), or None."""
+    skip_re = re.compile(skip) if skip else None
     strings = _Strings()
     mappings, locations, functions = {}, {}, {}
     types = [("alloc_objects", "count"), ("alloc_space", "bytes")]
@@ -98,17 +103,36 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
             functions[key] = len(functions) + 1
         return functions[key]
 
-    def location_id(raw):
-        key = (raw.dso, raw.addr if raw.addr is not None else raw.ip)
+    def location_id(raw, drop=0):
+        """The Location of raw's address; drop: without its innermost
+        `drop` inlined lines (skipped wrappers), a Location of its own."""
+        addr = raw.addr if raw.addr is not None else raw.ip
+        key = (raw.dso, addr, drop)
         loc = locations.get(key)
         if loc is None:
             lines = b"".join(
                 _bytes(4, _int(1, function_id(f)) + _int(2, f.line))
-                for f in symbolizer.frames(raw))
+                for f in symbolizer.frames(raw)[drop:])
             loc = locations[key] = (len(locations) + 1, _bytes(
                 P_LOCATION, _int(1, len(locations) + 1) +
-                _int(2, mapping_id(raw.dso)) + _int(3, key[1] or 0) + lines))
+                _int(2, mapping_id(raw.dso)) + _int(3, addr or 0) + lines))
         return loc[0]
+
+    def stack_ids(raws):
+        """Location ids from the call site outwards: the leading wrapper
+        frames skip_re names left out (all of a stack's: none left out,
+        as fold keeps the stack)."""
+        if skip_re is None:
+            return [location_id(raw) for raw in raws]
+        for i, raw in enumerate(raws):
+            lines = symbolizer.frames(raw)
+            k = 0
+            while k < len(lines) and skip_re.search(lines[k].function or ""):
+                k += 1
+            if k < len(lines):
+                return [location_id(raw, k)] + \
+                    [location_id(r) for r in raws[i + 1:]]
+        return [location_id(raw) for raw in raws]
 
     label_key = strings("tag")
     if entries is None:
@@ -117,7 +141,7 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
         name = names.get(tag, str(tag))
         if tags is not None and name not in tags and str(tag) not in tags:
             continue
-        ids = [location_id(raw) for raw in frames[1:]]
+        ids = stack_ids(frames[1:])
         label = _bytes(3, _int(1, label_key) + _int(2, strings(name)))
         values = [saturated(entry.count), saturated(entry.bytes)]
         if live is not None:

@@ -3,6 +3,7 @@ sites, counts, bytes and stacks as allocsites' own report of the same
 recording."""
 
 import collections
+import json
 import os
 import re
 import subprocess
@@ -10,7 +11,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import ProfileTest, program  # noqa: E402
+from harness import ProfileTest, allocsites, program  # noqa: E402
 
 
 def pprof(args, path):
@@ -101,6 +102,34 @@ class Pprof(ProfileTest):
         self.assertEqual(sum(top(path, "alloc_space").values()),
                          want["bytes"])
         self.assertEqual(report["totals"]["bytes"], want["bytes"])
+
+    def test_declared_wrappers_are_skipped_as_in_the_table(self):
+        # t_wrap declares xmalloc with RT_SKIP: the table charges its ten
+        # callers, and pprof must too, not xmalloc with every byte
+        # (issue 23, item 1); --skip on a program that declares nothing
+        # likewise.
+        for prog, args in (("t_wrap", []),
+                           ("t_wrap_plain", ["--skip", "^xmalloc$"])):
+            data = os.path.join(self.tmp, prog + ".data")
+            out = os.path.join(self.tmp, prog + ".json")
+            path = os.path.join(self.tmp, prog + ".pb.gz")
+            rec = allocsites(["record", "-o", data, "--", program(prog)])
+            self.assertEqual(rec.returncode, 0, rec.stderr)
+            rep = allocsites(["report", "-i", data, "--json", out,
+                              "--pprof", path] + args)
+            self.assertEqual(rep.returncode, 0, rep.stderr)
+            with open(out) as f:
+                report = json.load(f)
+            with self.subTest(prog=prog):
+                self.assertLossless(report)
+                count, nbytes = per_function(report, "count", "bytes")
+                self.assertEqual(len(count), 10)
+                self.assertNotIn("xmalloc", count)
+                self.assertEqual(top(path, "alloc_objects"), count)
+                self.assertEqual(top(path, "alloc_space"), nbytes)
+                want = {tuple(f["function"] for f in s["frames"])
+                        for s in report["stacks"]}
+                self.assertEqual(traces(pprof(["-traces"], path)), want)
 
 
 if __name__ == "__main__":
