@@ -49,17 +49,23 @@ class StreamError(Exception):
     """allocsites-read's stream is not what this module reads."""
 
 
-def reader_path(entry_script, build=None):
-    """The built allocsites-read: beside the entry script (installed) or in
-    the build directory (a checkout); None if there is none."""
-    here = os.path.dirname(os.path.abspath(entry_script))
+def built_program(name, here, build=None):
+    """The built program `name` (allocsites-read, allocsites-sweep): in
+    the directory here, where make install puts it beside the entry
+    script, or in the build directory of a checkout ($BUILD, else
+    here/../build); None if there is none."""
     build = build or os.environ.get("BUILD") or \
         os.path.join(os.path.dirname(here), "build")
-    for path in (os.path.join(here, "allocsites-read"),
-                 os.path.join(build, "allocsites-read")):
+    for path in (os.path.join(here, name), os.path.join(build, name)):
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return os.path.abspath(path)
     return None
+
+
+def reader_path(entry_script, build=None):
+    """The built allocsites-read (built_program), for the entry script."""
+    return built_program("allocsites-read",
+                         os.path.dirname(os.path.abspath(entry_script)), build)
 
 
 class EventDef:

@@ -25,16 +25,11 @@ class SweepError(Exception):
 
 
 def program_path(build=None):
-    """The built allocsites-sweep: beside allocsites_lib (installed) or in
-    the build directory (a checkout); None if there is none."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    build = build or os.environ.get("BUILD") or \
-        os.path.join(os.path.dirname(here), "build")
-    for path in (os.path.join(here, "allocsites-sweep"),
-                 os.path.join(build, "allocsites-sweep")):
-        if os.path.isfile(path) and os.access(path, os.X_OK):
-            return os.path.abspath(path)
-    return None
+    """The built allocsites-sweep (native.built_program), or None."""
+    from .native import built_program
+    return built_program(
+        "allocsites-sweep",
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), build)
 
 
 class Plan:
