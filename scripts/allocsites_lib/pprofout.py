@@ -19,6 +19,8 @@ import re
 
 from . import elf as elfmod
 
+OFFSET = re.compile(r"\+0x[0-9a-f]+$")   # a symbol+offset frame's offset
+
 # profile.proto field numbers
 P_SAMPLE_TYPE, P_SAMPLE, P_MAPPING, P_LOCATION, P_FUNCTION = 1, 2, 3, 4, 5
 P_STRINGS, P_PERIOD_TYPE, P_PERIOD, P_DEFAULT_TYPE = 6, 11, 12, 14
@@ -98,7 +100,9 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
         return mappings[dso]
 
     def function_id(frame):
-        key = (frame.function, frame.file)
+        # "_start+0x20" (no line info) is function _start: the offset is
+        # the Location's address already, and pprof groups by name
+        key = (OFFSET.sub("", frame.function or ""), frame.file)
         if key not in functions:
             functions[key] = len(functions) + 1
         return functions[key]
