@@ -192,11 +192,11 @@ def record(opts, argv, out=sys.stderr):
         raise Stopped(interrupts.received)
     if not os.path.exists(output):
         raise RecordError("perf record wrote no data (exit status %d)" % status)
-    if not recorder.finished(output):
-        raise RecordError(recorder.UNFINISHED % output)
     full = recorder.disk_full(output) if status != 0 else None
     if full is not None:
         raise RecordError(full)
+    if not recorder.finished(output):
+        raise RecordError(recorder.UNFINISHED % output)
     out.write(moved)
     # One pass over the recording for the summary and the unprobed code,
     # kept beside it for the report (scancache.py).
