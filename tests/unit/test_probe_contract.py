@@ -140,6 +140,26 @@ class ProbeContract(unittest.TestCase):
                      "unsigned long long phases",
                      "unsigned long long untracked"]})
 
+    def test_the_readmes_three_calls_compile_as_c_and_cpp(self):
+        # The README's annotation (issue 22: the three calls, complete and
+        # correct in under 15 lines), with the allocator's own helpers
+        # declared.
+        with open(os.path.join(ROOT, "README.md")) as f:
+            readme = f.read()
+        part = readme[readme.index("## Annotate your allocator"):]
+        start = part.index("```c\n") + 5
+        snippet = part[start:part.index("\n```", start)]
+        self.assertLessEqual(len(snippet.splitlines()), 15)
+        for call in ("RT_ALLOC(", "RT_FREE(", "RT_REALLOC("):
+            self.assertIn(call, snippet)
+        src = ("#include <stddef.h>\nvoid *carve(size_t);\n"
+               "void release(void *);\nvoid *resize(void *, size_t);\n"
+               + snippet + "\n")
+        strict = ["-Wall", "-Wextra", "-pedantic", "-Werror"]
+        self.cc(src, "readme_c", "-std=c99", *strict, link=False)
+        self.cc(src, "readme_cxx", "-std=c++11", *strict, compiler="g++",
+                link=False)
+
     def test_readelf_and_bpftrace_see_every_probe_in_c_and_cpp(self):
         # Other USDT consumers read the notes as sys/sdt.h writes them:
         # readelf -n names provider, probe and a semaphore for each (and
