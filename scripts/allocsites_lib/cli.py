@@ -210,6 +210,8 @@ def record(opts, argv, out=sys.stderr):
     except Exception:  # noqa: BLE001 - perf report --stats says it instead
         scan = None
     else:
+        if interrupts.received == signal.SIGINT and pid is None:
+            scan.stopped = "SIGINT"   # kept for the report's verdict
         scancache.save(output, scan)
     summarize(perf, output, out, scan)
     if pid is not None:
@@ -486,7 +488,8 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         attached=attached,
         tail_cut=scan is not None and bool(scan.tail_cut),
         unwind=scan.unwind if scan is not None else None, unseen=unseen,
-        still_running=bool(attached and scan.running()))
+        still_running=bool(attached and scan.running()),
+        stopped=scan.stopped if scan is not None else None)
     pipeline.write_outputs(rep, opts, out=stdout, err=err)
     if rep.bad_options:   # a --tag or --phase that names nothing
         return 2

@@ -74,7 +74,7 @@ TAIL_CUT = ("perf's last compressed record was cut short (a perf 6.1 -z "
 
 def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
             malformed=0, interrupted=False, attached=False, tail_cut=False,
-            unseen=(), still_running=False):
+            unseen=(), still_running=False, stopped=None):
     """The Verdict for one recording (see the module doc). tail_cut: the
     recording's compressed stream ends inside a record: complete only if
     the end-to-end count proves that what is missing was not the
@@ -82,7 +82,9 @@ def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
     each for what could have allocated where no count reaches (unseen()):
     then nothing is called complete. still_running: the recorded
     processes had not ended when the recording did (an attached one goes
-    on), so no rt:exit could come."""
+    on), so no rt:exit could come. stopped: what stopped the recording
+    before the program ended ("SIGINT": Ctrl-C, or kill -INT of
+    allocsites), as record noted it."""
     fired_tot, recv_tot, missing, extra, unchecked, unchecked_pids, \
         unchecked_kinds = count_check(received, fired)
 
@@ -117,6 +119,11 @@ def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
         return made(False, "perf lost %d samples while recording" % lost)
     if malformed:
         return made(False, "%d events could not be decoded" % malformed)
+    if stopped:
+        return made(None, "the recording was stopped by %s before the "
+                    "program ended: what it allocated after that is not in "
+                    "this recording" % (
+                        "Ctrl-C (SIGINT)" if stopped == "SIGINT" else stopped))
     if extra:
         return made(None, "%d more events than the program "
                     "counted (events after its exit handler?)" % extra)

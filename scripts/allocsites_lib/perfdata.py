@@ -165,6 +165,10 @@ class Scan:
         # program perf waited for, had exited.
         self.started = set()
         self.ended = set()
+        # What stopped the recording before the program ended, as record
+        # noted it ("SIGINT"), or None; not in the file: the scan sidecar
+        # keeps it.
+        self.stopped = None
 
     def running(self):
         """The pids of processes that were still running when the

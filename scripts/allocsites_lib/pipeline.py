@@ -84,7 +84,7 @@ def wrapper_suspects(profile, min_callers=WRAPPER_CALLERS,
 def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                  read_errors=(), interrupted=False, build_ids=None,
                  attached=False, tail_cut=False, unwind=None, unseen=(),
-                 still_running=False):
+                 still_running=False, stopped=None):
     """data: the perf.data path, to notice binaries rebuilt since;
     build_ids: {path: set of hex build-ids} the recording's MMAP2 records
     name (perfdata.Scan.build_ids), the better way to notice them;
@@ -174,7 +174,7 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     check = completeness.verdict(tally.received, tally.fired, lost,
                                  lost_reason, read_errors, tally.malformed,
                                  interrupted, attached, tail_cut, unseen,
-                                 still_running)
+                                 still_running, stopped)
     if attached:
         warnings.append("recorded by attaching to a running process: its "
                         "allocations before the attach, and the frees of "
@@ -246,7 +246,8 @@ def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
 def finish_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                   handler_errors=0, perf_inlines=False, read_errors=(),
                   interrupted=False, build_ids=None, attached=False,
-                  tail_cut=False, unwind=None, unseen=(), still_running=False):
+                  tail_cut=False, unwind=None, unseen=(), still_running=False,
+                  stopped=None):
     """build_report plus what only the perf script run knows: handler
     exceptions, inline expansion, no events at all. Used by
     allocsites.py's trace_end and by `allocsites report` after merging
@@ -255,7 +256,7 @@ def finish_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                           read_errors=read_errors, interrupted=interrupted,
                           build_ids=build_ids, attached=attached,
                           tail_cut=tail_cut, unwind=unwind, unseen=unseen,
-                          still_running=still_running)
+                          still_running=still_running, stopped=stopped)
     if handler_errors:
         report.warnings.append("%d events raised in the handler and were "
                                "skipped" % handler_errors)

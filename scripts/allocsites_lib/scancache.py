@@ -78,6 +78,7 @@ def _fields(scan):
         "depths": [list(d) for d in scan.depths],
         "started": sorted(scan.started),
         "ended": sorted(scan.ended),
+        "stopped": scan.stopped,
     }
 
 
@@ -165,6 +166,9 @@ def _scan_of(fields, times):
     scan.depths = [(int(t), int(b)) for t, b in fields["depths"]]
     scan.started = set(map(int, fields["started"]))
     scan.ended = set(map(int, fields["ended"]))
+    scan.stopped = fields["stopped"]
+    if scan.stopped not in (None, "SIGINT"):
+        raise ValueError("stopped")
     return scan
 
 

@@ -259,7 +259,12 @@ class Errors(ProfileTest):
         self.assertIsNone(report["complete"])
         self.assertEqual(report["check"]["unchecked_by_kind"]["alloc"],
                          report["totals"]["count"])
-        self.assertIn("complete: not checked", rep.stdout)
+        # and says why: not "killed, exec'd..." but the Ctrl-C that
+        # stopped it (issue 21, class 4)
+        self.assertIn("complete: not checked (the recording was stopped by "
+                      "Ctrl-C (SIGINT) before the program ended: what it "
+                      "allocated after that is not in this recording)",
+                      rep.stdout)
 
     def test_hangup_leaves_a_recording_named_unfinished(self):
         # SIGHUP to the process group (a closed terminal): perf dies
