@@ -122,7 +122,10 @@ def liveness_json(live):
             "untracked": live.untracked, "committed": committed,
             "phase": live.phase,
             "unmatched_phase_ends": live.unmatched_phase_ends,
-            "open_phases": live.open_phases}
+            "open_phases": live.open_phases,
+            # null: whole program; else the --phase/--tag selection whose
+            # own allocations peak_*, leaked_* and temporary are
+            "scope": live.scope}
 
 
 def phase_json(row):

@@ -105,6 +105,7 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
         tally, opts, phase_names, mode, warnings, bad_options)
     result = fold(tally, symbolizer, names, skip, tags, opts.depth, mode,
                   entries=entries, live=live)
+    live_summary = selected_liveness(live_summary, result, opts)
     warnings = list(symbolizer.warnings) + warnings
     for regex, dso in declared:
         warnings.append("wrappers declared by %s (RT_SKIP): %s; their "
@@ -200,6 +201,31 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
             svg.report_subtitle(report))
         report = report._replace(timeline=timeline_svg)
     return report
+
+
+def selected_liveness(summary, profile, opts):
+    """The LiveSummary restricted to what --phase and --tag select (the
+    sums of the folded sites' figures), labelled with the selection; as it
+    is without either."""
+    parts = []
+    if summary is not None and summary.phase is not None:
+        parts.append("phase %s" % summary.phase)
+    if summary is not None and getattr(opts, "tag", None):
+        parts.append("tag %s" % ",".join(opts.tag))
+    if not parts:
+        return summary
+
+    def total(field):
+        values = [getattr(s, field) for s in profile.sites]
+        if any(v is None for v in values):
+            return None
+        return sum(values)
+    return summary._replace(
+        peak_bytes=total("peak_bytes"), peak_count=total("peak_count"),
+        leaked_bytes=total("leaked_bytes"),
+        leaked_count=total("leaked_count"),
+        temporary=total("temporary") if summary.temporary is not None
+        else None, scope=", ".join(parts))
 
 
 def liveness_of(tally, opts, names, mode, warnings, bad_options=None):

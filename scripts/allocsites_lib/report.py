@@ -48,7 +48,12 @@ LiveSummary = collections.namedtuple("LiveSummary", [
     "phase",            # the --phase the outputs are restricted to, or None
     "unmatched_phase_ends",  # int
     "open_phases",      # int: phases still open at exit, closed there
-])
+    # None: the figures are the whole program's; else what the selection
+    # is ("phase parse", "tag ast"): peak, leaked and temporary are then
+    # the selection's own allocations (live at the whole program's peak,
+    # live at the end), the rest stays the whole program's
+    "scope",
+], defaults=(None,))
 # One phase (RT_PHASE_BEGIN/END). left_live, peak, growth: None without
 # frees; committed_growth: None without commit events.
 PhaseRow = collections.namedtuple(

@@ -390,7 +390,9 @@ def report_subtitle(report):
         held = ", peak %s%s, leaked %s%s" % (
             est, human_bytes(live.peak_bytes), est,
             human_bytes(live.leaked_bytes))
-    if live is not None and live.phase is not None:
+    if live is not None and live.scope:
+        held += " (%s)" % live.scope
+    elif live is not None and live.phase is not None:
         held += ", phase %s" % live.phase
     return "%s%.0f allocations, %s%.0f bytes%s, lost: %s%s; %s" % (
         est, report.profile.count, est, report.profile.bytes, held,

@@ -118,23 +118,30 @@ def _count(value, est=""):
 def _live_lines(live, est):
     """The totals of who holds the memory, after the 'total:' line."""
     # peak_time is None when nothing was ever live (no time to give)
-    lines = ["peak: %s%.0f bytes (%s) live in %s%.0f allocations%s" % (
-        est, live.peak_bytes, human_bytes(live.peak_bytes), est,
+    # with --phase or --tag: the selection's own figures, said as such;
+    # unmatched frees and committed bytes stay the whole program's
+    of = " (%s's allocations, at the whole program's peak)" % live.scope \
+        if live.scope else ""
+    lines = ["peak%s: %s%.0f bytes (%s) live in %s%.0f allocations%s" % (
+        of, est, live.peak_bytes, human_bytes(live.peak_bytes), est,
         live.peak_count, ", at " + figures.time_text(live.peak_time)
         if live.peak_time is not None else "")]
-    parts = ["leaked: %s%.0f bytes (%s) in %s%.0f allocations" % (
-        est, live.leaked_bytes, human_bytes(live.leaked_bytes), est,
+    parts = ["leaked%s: %s%.0f bytes (%s) in %s%.0f allocations" % (
+        " (%s's)" % live.scope if live.scope else "", est,
+        live.leaked_bytes, human_bytes(live.leaked_bytes), est,
         live.leaked_count)]
     if live.temporary is not None:
         parts.append("temporary: %d allocations" % live.temporary)
     count, nbytes = live.unmatched_frees
-    parts.append("unmatched frees: %d (%d bytes)" % (count, nbytes))
+    parts.append("unmatched frees%s: %d (%d bytes)" % (
+        " (whole program)" if live.scope else "", count, nbytes))
     lines.append("; ".join(parts))
     if live.committed is not None:
         highest, at_peak, end = live.committed
-        lines.append("committed: %s at the peak, %s at most, %s at the end"
-                     % (human_bytes(at_peak), human_bytes(highest),
-                        human_bytes(end)))
+        lines.append("committed%s: %s at the peak, %s at most, %s at the "
+                     "end" % (" (whole program)" if live.scope else "",
+                              human_bytes(at_peak), human_bytes(highest),
+                              human_bytes(end)))
     if live.untracked:
         lines.append("untracked: %d sampled allocations the header could not "
                      "track (table full): live estimates may be too high by "

@@ -159,6 +159,20 @@ class ExactPhases(ProfileTest):
         self.assertEqual({(s["file"], s["line"], s["function"]):
                           (s["count"], s["bytes"]) for s in report["sites"]},
                          sites)
+        # the liveness lines are that phase's too, and say so (issue 23,
+        # item 3): the sums of its sites, not the whole program's
+        live = report["liveness"]
+        self.assertEqual(live["scope"], "phase %s" % want["name"])
+        for field, site_field in (("leaked_bytes", "leaked_bytes"),
+                                  ("leaked_count", "leaked_count"),
+                                  ("peak_bytes", "peak_bytes"),
+                                  ("peak_count", "peak_count")):
+            self.assertEqual(live[field],
+                             sum(s[site_field] for s in report["sites"]))
+        self.assertIn("leaked (phase %s's): " % want["name"], rep.stdout)
+        whole = data_report["liveness"]
+        self.assertIsNone(whole["scope"])
+        self.assertEqual(live["unmatched_frees"], whole["unmatched_frees"])
 
 
 if __name__ == "__main__":

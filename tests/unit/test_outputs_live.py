@@ -247,7 +247,8 @@ class LiveJsonTest(unittest.TestCase):
             "leaked_bytes": 1280, "leaked_count": 6, "temporary": 7,
             "unmatched_frees": {"count": 2, "bytes": 48}, "untracked": 0,
             "committed": {"peak": 8192, "at_peak": 6144, "end": 4096},
-            "phase": "lex", "unmatched_phase_ends": 0, "open_phases": 0})
+            "phase": "lex", "unmatched_phase_ends": 0, "open_phases": 0,
+            "scope": None})
         self.assertEqual(doc["phases"], [
             {"id": 1, "name": "lex", "runs": 2, "count": 5, "bytes": 1024,
              "left_live": 512, "peak": 1536, "growth": 512,
