@@ -24,7 +24,8 @@
  *     rt:free  (void *ptr, size_t size, unsigned int tag)
  *     rt:sample(void *ptr, size_t size, unsigned int tag,
  *               unsigned long long weight,
- *               unsigned long long rate)                       sampled
+ *               unsigned long long rate,
+ *               unsigned long long phase)                      sampled
  *     rt:sample_free(void *ptr, unsigned long long weight)     a sampled
  *               block freed (RT_FREE, while rt:sample_free is recorded)
  *     rt:release(void *base, size_t len)  every live block in
@@ -32,6 +33,8 @@
  *     rt:commit  (void *ptr, size_t size)
  *     rt:decommit(void *ptr, size_t size)
  *     rt:phase_begin(unsigned int id), rt:phase_end(unsigned int id)
+ *     rt:phase_track()  never fires: recorded, the phase markers keep
+ *               the thread's phase for rt:sample instead of firing
  *     rt:exit  (unsigned long long allocs, frees, samples, sample_frees,
  *               releases, commits, phases, untracked)          at exit
  * RT_ALLOC fires both rt:alloc and rt:sample: which one a profile gets
@@ -189,15 +192,18 @@
         RT__SDT_NOTE(name, "8@%[p] 8@%[s] 4@%[t]")                           \
         : : [p] "r"((unsigned long long)(size_t)(ptr)),                       \
             [s] "r"((unsigned long long)(size)), [t] "r"((unsigned int)(tag)))
-/* rt:sample: (ptr, size, tag, weight, rate); rate is R, the mean bytes
- * between samples, so the report need not guess it from the weights. */
-#define RT__PROBE_SAMPLE(ptr, size, tag, weight, rate)                        \
+/* rt:sample: (ptr, size, tag, weight, rate, phase); rate is R, the mean
+ * bytes between samples, so the report need not guess it from the
+ * weights; phase is the thread's innermost phase id + 1 (0: none) while
+ * phases are tracked (rt:phase_track recorded), else 0. */
+#define RT__PROBE_SAMPLE(ptr, size, tag, weight, rate, phase)                 \
     __asm__ __volatile__(                                                     \
-        RT__SDT_NOTE(sample, "8@%[p] 8@%[s] 4@%[t] 8@%[w] 8@%[r]")           \
+        RT__SDT_NOTE(sample, "8@%[p] 8@%[s] 4@%[t] 8@%[w] 8@%[r] 8@%[ph]")   \
         : : [p] "r"((unsigned long long)(size_t)(ptr)),                       \
             [s] "r"((unsigned long long)(size)), [t] "r"((unsigned int)(tag)), \
             [w] "r"((unsigned long long)(weight)),                            \
-            [r] "r"((unsigned long long)(rate)))
+            [r] "r"((unsigned long long)(rate)),                              \
+            [ph] "r"((unsigned long long)(phase)))
 /* rt:release, rt:commit, rt:decommit, rt:sample_free: two 8-byte
  * arguments (an address and a length or weight). */
 #define RT__PROBE2(name, first, second)                                       \
@@ -205,6 +211,9 @@
         RT__SDT_NOTE(name, "8@%[a] 8@%[b]")                                  \
         : : [a] "r"((unsigned long long)(size_t)(first)),                     \
             [b] "r"((unsigned long long)(second)))
+/* rt:phase_track: no arguments; never fires (docs/probes.md, "Phases in
+ * sampled mode") */
+#define RT__PROBE0(name) __asm__ __volatile__(RT__SDT_NOTE(name, ""))
 /* rt:phase_begin, rt:phase_end: (id), 4 bytes */
 #define RT__PROBE_ID(name, id)                                                \
     __asm__ __volatile__(RT__SDT_NOTE(name, "4@%[i]")                        \
@@ -236,7 +245,7 @@
  *
  *      0 alloc        2 sample       4 exit         6 commit
  *      8 free        10 sample_free 12 release     14 decommit
- *     16 phase_begin 18 phase_end   20 (padding)
+ *     16 phase_begin 18 phase_track 20 phase_end   22 (padding)
  *
  *   rt__alloc_semaphores   u32 at 0: alloc + sample, RT_ALLOC's one test
  *   rt__free_semaphores    u32 at 8: free + sample_free, RT_FREE's one
@@ -249,6 +258,8 @@
  *                          both sample_free and release without free, and
  *                          the extra bits only send a rare release down
  *                          the enabled path, where it tests its own)
+ *   rt__phase_semaphores   u64 at 16: phase_begin, phase_track, phase_end:
+ *                          RT_PHASE_BEGIN's and RT_PHASE_END's one test
  * Each word is aligned to its size, so the plain-C fallback on other
  * targets makes aligned loads. */
 #ifdef __cplusplus
@@ -266,12 +277,15 @@ RT__DECLARE_SEM(sample_free)
 RT__DECLARE_SEM(release)
 RT__DECLARE_SEM(decommit)
 RT__DECLARE_SEM(phase_begin)
+RT__DECLARE_SEM(phase_track)
 RT__DECLARE_SEM(phase_end)
 extern volatile unsigned int rt__alloc_semaphores
     __attribute__((visibility("hidden")));
 extern volatile unsigned int rt__free_semaphores
     __attribute__((visibility("hidden")));
 extern volatile unsigned long long rt__release_semaphores
+    __attribute__((visibility("hidden")));
+extern volatile unsigned long long rt__phase_semaphores
     __attribute__((visibility("hidden")));
 #ifdef __cplusplus
 }
@@ -294,8 +308,11 @@ __asm__(".pushsection .probes,\"awG\",@progbits,rt_probes_semaphores,comdat\n"
         RT__SEM("sample_free")
         RT__SEM("release")
         RT__SEM("decommit")
+        RT__SEM_SYMBOL("rt__phase_semaphores", 8)
         RT__SEM("phase_begin")
+        RT__SEM("phase_track")
         RT__SEM("phase_end")
+        ".2byte 0\n"
         ".balign 8\n"
         ".popsection\n");
 
@@ -342,6 +359,57 @@ RT__DEFINE_ON(rt__on64, unsigned long long, "cmpq")
 #include "rt_live.h"
 #include "rt_stack_top.h"
 
+/* The thread's phases while rt:phase_track is recorded (sampled mode):
+ * a stack of ids, one per thread for the whole program (weak, default
+ * visibility: one definition however many files and libraries include
+ * this header, so that an allocator in a library sees the phases its
+ * program marks). Deeper than RT__PHASE_DEPTH, the innermost ids are
+ * counted, not kept: a sample there is charged to the deepest kept one. */
+#define RT__PHASE_DEPTH 64
+#ifdef __cplusplus
+extern "C" {
+#endif
+__attribute__((weak)) __thread unsigned int rt__phase_depth;
+__attribute__((weak)) __thread unsigned int rt__phase_stack[RT__PHASE_DEPTH];
+#ifdef __cplusplus
+}
+#endif
+static inline void rt__phase_push(unsigned int id)
+{
+    if (rt__phase_depth < RT__PHASE_DEPTH)
+        rt__phase_stack[rt__phase_depth] = id;
+    rt__phase_depth++;
+}
+/* RT_PHASE_END(id): closes the innermost open run of id and every run
+ * opened inside it (as the report does with rt:phase_end); an id not
+ * open in the thread changes nothing. */
+static inline void rt__phase_pop(unsigned int id)
+{
+    unsigned int i;
+    if (rt__phase_depth > RT__PHASE_DEPTH) {
+        rt__phase_depth--;
+        return;
+    }
+    for (i = rt__phase_depth; i > 0; i--)
+        if (rt__phase_stack[i - 1] == id) {
+            rt__phase_depth = i - 1;
+            return;
+        }
+}
+/* the innermost phase id + 1, 0 outside every phase */
+static inline unsigned long long rt__phase_current(void)
+{
+    unsigned int d = rt__phase_depth;
+    if (!d)
+        return 0;
+    return (unsigned long long)rt__phase_stack[
+        (d > RT__PHASE_DEPTH ? RT__PHASE_DEPTH : d) - 1] + 1;
+}
+/* The site of rt:phase_track: never called. Its note gives record a
+ * uprobe to set, and with it the semaphore the phase markers test. */
+static void rt__phase_track_site(void) __attribute__((used, cold, noinline));
+static void rt__phase_track_site(void) { RT__PROBE0(phase_track); }
+
 /* The sampled stream's probe sits here, in the allocator's own body like
  * rt:alloc, so both events share one call-site rule (the first frame
  * outside the function that holds the probe). */
@@ -360,7 +428,8 @@ RT__DEFINE_ON(rt__on64, unsigned long long, "cmpq")
                 unsigned long long rt__w = rt__sample_weight(rt__size);       \
                 if (rt__w) {                                                  \
                     RT__PROBE_SAMPLE(rt__p, rt__size, rt__tag, rt__w,         \
-                                     rt__sample_rate());                      \
+                                     rt__sample_rate(),                       \
+                                     rt__phase_current());                    \
                     rt__count(RT__FIRED_SAMPLE);                              \
                     if (rt__on(&rt_sample_free_semaphore))                    \
                         (void)rt__live_insert_call(rt__p, rt__w);             \
@@ -440,15 +509,25 @@ RT__DEFINE_ON(rt__on64, unsigned long long, "cmpq")
 #define RT_COMMIT(ptr, size) RT__SIMPLE2(commit, ptr, size, RT__FIRED_COMMIT)
 #define RT_DECOMMIT(ptr, size)                                                \
     RT__SIMPLE2(decommit, ptr, size, RT__FIRED_COMMIT)
-#define RT__PHASE(name, id)                                                   \
+/* Phases: while rt:phase_begin and rt:phase_end are recorded (exact
+ * mode), each marker fires its event; while rt:phase_track is (sampled
+ * mode), it keeps the thread's phase stack instead (rt__phase_push/pop,
+ * no trap), and rt:sample carries the innermost phase. One test of the
+ * three semaphores when nothing records. */
+#define RT__PHASE(name, id, track)                                            \
     do {                                                                      \
-        if (rt__on(&rt_##name##_semaphore)) {                                 \
-            RT__PROBE_ID(name, id);                                           \
-            rt__count(RT__FIRED_PHASE);                                       \
+        if (rt__on64(&rt__phase_semaphores)) {                                \
+            unsigned int rt__id = (unsigned int)(id);                         \
+            if (rt__on(&rt_##name##_semaphore)) {                             \
+                RT__PROBE_ID(name, rt__id);                                   \
+                rt__count(RT__FIRED_PHASE);                                   \
+            }                                                                 \
+            if (rt__on(&rt_phase_track_semaphore))                            \
+                track(rt__id);                                                \
         }                                                                     \
     } while (0)
-#define RT_PHASE_BEGIN(id) RT__PHASE(phase_begin, id)
-#define RT_PHASE_END(id) RT__PHASE(phase_end, id)
+#define RT_PHASE_BEGIN(id) RT__PHASE(phase_begin, id, rt__phase_push)
+#define RT_PHASE_END(id) RT__PHASE(phase_end, id, rt__phase_pop)
 
 #endif /* RT_PROBES_DISABLE */
 #endif /* RT_PROBES_H */

@@ -24,8 +24,10 @@ provider rt {
 	probe free(void *ptr, size_t size, unsigned int tag);
 	/* A sampled allocation, fired by RT_ALLOC while recorded: weight is
 	 * the number of bytes it stands for, rate is R, the mean number of
-	 * bytes between samples; see docs/sampling.md. */
-	probe sample(void *ptr, size_t size, unsigned int tag, unsigned long long weight, unsigned long long rate);
+	 * bytes between samples; see docs/sampling.md; phase is the
+	 * thread's innermost phase id + 1 (0: none) while rt:phase_track is
+	 * recorded, else 0. */
+	probe sample(void *ptr, size_t size, unsigned int tag, unsigned long long weight, unsigned long long rate, unsigned long long phase);
 	/* A block an earlier rt:sample reported is freed (fired by RT_FREE
 	 * while rt:sample_free is recorded): its address and that sample's
 	 * weight. */
@@ -40,6 +42,9 @@ provider rt {
 	/* A phase of the program (per thread, nested) begins or ends. */
 	probe phase_begin(unsigned int id);
 	probe phase_end(unsigned int id);
+	/* Never fires: recorded (sampled mode), the phase markers keep the
+	 * thread's phase for rt:sample instead of firing phase_begin/end. */
+	probe phase_track();
 	/* The process exits: how many events of each kind this ELF file fired
 	 * while each was recorded (the report's end-to-end check; commits
 	 * counts commit and decommit, phases begin and end), and untracked:

@@ -36,6 +36,17 @@ static void expect(const char *what, unsigned mask, unsigned want,
     }
 }
 
+static void check_phase(const char *when, unsigned long long want)
+{
+    if (rt__phase_current() == want) {
+        passed++;
+    } else {
+        failed++;
+        printf("FAIL phase %s: %llu, want %llu\n", when,
+               rt__phase_current(), want);
+    }
+}
+
 int main(void)
 {
     unsigned combo;
@@ -87,6 +98,26 @@ int main(void)
     RT_COMMIT(P(), S());
     RT_PHASE_BEGIN(T());
     expect("off", 0xd, 0, "nothing recorded");
+
+    /* Phases tracked (rt:phase_track recorded, sampled mode): the markers
+     * keep the thread's stack, each argument once, and rt:sample would
+     * carry the innermost id + 1 */
+    rt_phase_track_semaphore = 1;
+    RT_PHASE_BEGIN(T());
+    expect("RT_PHASE_BEGIN tracked", 0x8, 1, "phase_track=1");
+    check_phase("after BEGIN(7)", 8);
+    RT_PHASE_BEGIN(3);
+    check_phase("after BEGIN(3)", 4);
+    RT_PHASE_END(3);
+    check_phase("after END(3)", 8);
+    RT_PHASE_BEGIN(3);
+    RT_PHASE_END(7);   /* the outer one closes the inner too */
+    check_phase("after END(7) over 3", 0);
+    RT_PHASE_END(5);   /* not open: nothing */
+    check_phase("after END(5), never begun", 0);
+    rt_phase_track_semaphore = 0;
+    RT_PHASE_BEGIN(9);
+    check_phase("untracked BEGIN(9)", 0);
 
     /* RT_REALLOC's cases: a NULL old is an allocation, a NULL new with
      * size 0 a free, a NULL new with a size (failed) nothing */

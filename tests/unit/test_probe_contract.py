@@ -43,7 +43,7 @@ int main(void) { use(block, sizeof block, 3); return 0; }
 ARG_RE = re.compile(r"(-?)(\d+)@")
 
 PROBES = ("alloc", "free", "sample", "sample_free", "release", "commit",
-          "decommit", "phase_begin", "phase_end", "exit")
+          "decommit", "phase_begin", "phase_end", "phase_track", "exit")
 
 
 def signature(path):
@@ -61,7 +61,8 @@ def d_probes():
     """{name: [C type, ...]} declared in probes/rt.d."""
     with open(RT_D) as f:
         text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
-    return {m.group(1): [a.strip() for a in m.group(2).split(",")]
+    return {m.group(1): [a.strip() for a in m.group(2).split(",")
+                         if a.strip()]
             for m in re.finditer(r"probe\s+(\w+)\s*\(([^)]*)\)", text)}
 
 
@@ -108,7 +109,8 @@ class ProbeContract(unittest.TestCase):
         # RT_FREE and rt:exit from a destructor; dtrace's header has a
         # macro of its own for each.
         from_d = self.cc(USE % {"include": '#include "rt_gen.h"',
-                                "sample": "RT_SAMPLE(ptr, size, tag, weight, weight);"
+                                "sample": "RT_SAMPLE(ptr, size, tag, weight, weight, weight);"
+                                          " RT_PHASE_TRACK();"
                                           " RT_SAMPLE_FREE(ptr, weight);"
                                           " RT_EXIT(weight, weight, weight, weight,"
                                           " weight, weight, weight, weight);"},
@@ -125,13 +127,15 @@ class ProbeContract(unittest.TestCase):
             "free": ["void *ptr", "size_t size", "unsigned int tag"],
             "sample": ["void *ptr", "size_t size", "unsigned int tag",
                        "unsigned long long weight",
-                       "unsigned long long rate"],
+                       "unsigned long long rate",
+                       "unsigned long long phase"],
             "sample_free": ["void *ptr", "unsigned long long weight"],
             "release": ["void *base", "size_t len"],
             "commit": ["void *ptr", "size_t size"],
             "decommit": ["void *ptr", "size_t size"],
             "phase_begin": ["unsigned int id"],
             "phase_end": ["unsigned int id"],
+            "phase_track": [],
             "exit": ["unsigned long long allocs", "unsigned long long frees",
                      "unsigned long long samples",
                      "unsigned long long sample_frees",
@@ -296,13 +300,14 @@ void *site(unsigned long n)
         added = self.off_path("-DSITE_PROBE=RT_FREE")
         self.assertEqual(len(added), 2, added)
         self.assertRegex(added[0], r"^cmpl\s+\$0x0,0x0\(%rip\)")
-        # RT_RELEASE tests four semaphores as one 8-byte word, the others
-        # their own; none evaluates its arguments when off.
+        # RT_RELEASE tests four semaphores as one 8-byte word, the phase
+        # markers three (begin, track, end), the others their own; none
+        # evaluates its arguments when off.
         for call, cmp in (("RT_RELEASE(p, n * 3 + 1)", "cmpq"),
                           ("RT_COMMIT(p, n * 3 + 1)", "cmpw"),
                           ("RT_DECOMMIT(p, n * 3 + 1)", "cmpw"),
-                          ("RT_PHASE_BEGIN(n >> 4)", "cmpw"),
-                          ("RT_PHASE_END(n >> 4)", "cmpw")):
+                          ("RT_PHASE_BEGIN(n >> 4)", "cmpq"),
+                          ("RT_PHASE_END(n >> 4)", "cmpq")):
             with self.subTest(call=call):
                 added = self.off_path("-DSITE_CALL=" + call)
                 self.assertEqual(len(added), 2, added)
@@ -339,7 +344,7 @@ void *site(unsigned long n)
         self.assertEqual(offsets, {
             "alloc": 0, "sample": 2, "exit": 4, "commit": 6,
             "free": 8, "sample_free": 10, "release": 12, "decommit": 14,
-            "phase_begin": 16, "phase_end": 18})
+            "phase_begin": 16, "phase_track": 18, "phase_end": 20})
         sizes = {}
         for line in syms.splitlines():
             parts = line.split()
@@ -349,6 +354,7 @@ void *site(unsigned long n)
         self.assertEqual(sizes["rt__alloc_semaphores"], (0, 4))
         self.assertEqual(sizes["rt__free_semaphores"], (8, 4))
         self.assertEqual(sizes["rt__release_semaphores"], (8, 8))
+        self.assertEqual(sizes["rt__phase_semaphores"], (16, 8))
         # Each probe's semaphore is its own 2-byte symbol (perf's
         # ref_ctr_offset is per semaphore).
         for n in PROBES:

@@ -23,7 +23,7 @@ class ArgumentsOnce(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stdout)
         m = re.search(r"rt_args: (\d+) passed, (\d+) failed", proc.stdout)
         self.assertIsNotNone(m, proc.stdout)
-        self.assertEqual(int(m.group(1)), 218)
+        self.assertEqual(int(m.group(1)), 225)
         self.assertEqual(m.group(2), "0")
 
     def test_c(self):
