@@ -143,6 +143,8 @@ def record(opts, argv, out=sys.stderr):
                         elif merged not in allocs:
                             allocs.append(merged)
                     kinds = names & wanted
+                    if "phase_track" in kinds:   # sampled mode, new header
+                        kinds -= {"phase_begin", "phase_end"}
                     if not kinds:
                         continue
                     merged = events.add_plain(path, kinds)
@@ -244,7 +246,9 @@ def plain_probes(opts):
     every free would cost more than the sampling saves (unless --frees)."""
     kinds = {"exit", "commit", "decommit", "phase_begin", "phase_end"}
     if opts.sample:
-        kinds |= {"sample_free", "release"}
+        # rt:phase_track where the binary has it: its phase markers then
+        # cost no trap, and rt:sample carries the thread's phase
+        kinds |= {"sample_free", "release", "phase_track"}
         if opts.frees:
             kinds.add("free")
     elif not getattr(opts, "no_frees", False):

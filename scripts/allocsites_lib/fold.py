@@ -130,6 +130,10 @@ class Tally:
         self.duplicate_kinds = collections.Counter()  # kind -> duplicates
         self.padding = 0                      # rt:exit padding (rt_exit.h)
         self._last_time = {}                  # tid -> time of its last event
+        # rt:sample's phases (rt:phase_track recorded): tid -> the phase
+        # id + 1 of its last sample; True once any sample carried one
+        self._sample_phase = {}
+        self.phases_from_samples = False
         # The end-to-end check (completeness.py): events received per
         # process and kind, and what each process's rt:exit said it fired
         # (summed over its ELF files), as [allocs, frees, samples].
@@ -150,12 +154,31 @@ class Tally:
                         event.tag, parse.weight_slot(event), event.frames,
                         event.time, event.ptr)
 
+    def _track_phase(self, phase, time, pid, tid):
+        """rt:sample's phase (id + 1, 0: none; rt:phase_track recorded):
+        the thread's phase runs as the event log would have had them from
+        rt:phase_begin and rt:phase_end, seen at the samples: a change of
+        the thread's phase between two samples ends its run and begins
+        the next there. Counts and bytes per phase are then those of
+        exact attribution (the innermost phase); runs and their times are
+        only as fine as the samples (livereport shows no run figures)."""
+        self.phases_from_samples = True
+        now = self._sample_phase.get(tid, 0)
+        if now == phase:
+            return
+        if now:
+            self.log.append("phase_end", time, pid, tid, now - 1, 0)
+        if phase:
+            self.log.append("phase_begin", time, pid, tid, phase - 1, 0)
+        self._sample_phase[tid] = phase
+
     def add_fields(self, kind, pid, tid, size, tag, weight, frames, time,
                    ptr=None):
         """add() with the Event's fields as arguments: the per-event path
         inside perf (parse.Reader.read gives them as a plain tuple, no
         Event built). For rt:exit, weight is its counts; for rt:sample,
-        (weight, rate) with rate None from an older header."""
+        (weight, rate, phase), rate None from an older header, phase
+        None from one without rt:phase_track (a 2-tuple: neither)."""
         # perf 6.1 sometimes writes one sample record twice (same thread,
         # same nanosecond, same bytes): perf_mmap__push reads the ring's
         # head twice and copies up to the second reading, then resumes
@@ -185,8 +208,10 @@ class Tally:
             return
         self.received[pid][COUNTED_AS.get(kind, kind)] += 1
         if kind == "sample":
-            weight, rate = weight
+            weight, rate, phase = (tuple(weight) + (None,))[:3]
             self.sample_rates[rate] += 1
+            if phase is not None and log is not None:
+                self._track_phase(phase, time, pid, tid)
         if kind == "free":
             self.frees[0] += 1
             self.frees[1] += size
@@ -331,6 +356,8 @@ MERGE_RULES = {
     "received": _sum_per_process,
     "fired": _sum_per_process,
     "log": _concatenate,   # workers merge in time order (parallel.collect)
+    "_sample_phase": lambda _name, mine, theirs: {**mine, **theirs},
+    "phases_from_samples": lambda _name, mine, theirs: mine or theirs,
 }
 
 

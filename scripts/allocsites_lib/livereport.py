@@ -104,7 +104,9 @@ def summary(sweep, rows, phase_name, untracked, mode):
         open_phases=len(sweep.open_phases))
 
 
-def warnings(sweep, untracked, names):
+def warnings(sweep, untracked, names, runs_known=True):
+    """runs_known False: the phase runs were seen at the samples
+    (rt:phase_track), so open and unmatched runs say nothing."""
     out = []
     count, nbytes = sweep.unmatched_frees
     if count:
@@ -120,6 +122,8 @@ def warnings(sweep, untracked, names):
                    "header's pointer table was full): in-use, peak and "
                    "leaked estimates are too high by at most their weight"
                    % untracked)
+    if not runs_known:
+        return out
     for pid, tid, ph in sweep.open_phases:
         out.append("phase %s of thread %d (process %d) was still open at "
                    "exit: closed there" % (phase_label(ph, names), tid, pid))

@@ -35,9 +35,11 @@ import re
 # recorded (include/rt_exit.h); size and tag are then 0. rate: rt:sample
 # only, R as the program sampled with (None from an older header, whose
 # rt:sample had no fifth argument).
+# phase: rt:sample only, the thread's innermost phase id + 1 (0: none)
+# while rt:phase_track was recorded; None from an older header.
 Event = collections.namedtuple(
-    "Event", "kind pid tid size tag weight frames ptr time counts rate",
-    defaults=(None, None, None))
+    "Event", "kind pid tid size tag weight frames ptr time counts rate "
+             "phase", defaults=(None, None, None, None))
 
 # A frame before symbolization. addr: perf's address of the instruction in
 # the DSO (sym.start + sym_off), or None when perf had no symbol; then ip
@@ -127,7 +129,7 @@ def weight_slot(event):
     if event.kind == "exit":
         return event.counts
     if event.kind == "sample":
-        return (event.weight, event.rate)
+        return (event.weight, event.rate, event.phase)
     return event.weight
 
 
@@ -154,7 +156,7 @@ def event_from_perf(event_name, fields, sample, perf_inlines=False):
     tag = _uint(fields.get("arg3"), 32)
     if size is None or tag is None:
         return None
-    weight = rate = None
+    weight = rate = phase = None
     if kind == "sample":
         weight = _uint(fields.get("arg4"), 64)
         if weight is None:
@@ -162,6 +164,10 @@ def event_from_perf(event_name, fields, sample, perf_inlines=False):
         if "arg5" in fields:
             rate = _uint(fields["arg5"], 64)
             if rate is None:
+                return None
+        if "arg6" in fields:
+            phase = _uint(fields["arg6"], 64)
+            if phase is None:
                 return None
     ptr = _uint(fields.get("arg1"), 64)
     pid = tid = fields.get("common_pid")
@@ -175,7 +181,8 @@ def event_from_perf(event_name, fields, sample, perf_inlines=False):
             if isinstance(s.get("time"), int):
                 time = s["time"]
     return Event(kind, pid, tid, size, tag, weight,
-                 raw_frames(callchain, perf_inlines), ptr, time, None, rate)
+                 raw_frames(callchain, perf_inlines), ptr, time, None, rate,
+                 phase)
 
 
 def _unplain(fields):
@@ -296,10 +303,12 @@ class Reader:
             size = fields["arg2"] & _MASK64
             tag = fields["arg3"] & _MASK32
             weight = None
-            if kind == "sample":   # (weight, rate): see Tally.add_fields
+            if kind == "sample":   # (weight, rate, phase): Tally.add_fields
                 rate = fields.get("arg5")
+                phase = fields.get("arg6")
                 weight = (fields["arg4"] & _MASK64,
-                          None if rate is None else rate & _MASK64)
+                          None if rate is None else rate & _MASK64,
+                          None if phase is None else phase & _MASK64)
             if sample is None:
                 tid = fields["common_pid"]
                 sec, nsec = fields["common_s"], fields["common_ns"]

@@ -236,7 +236,8 @@ def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
     fold (None without frees). names: {phase id: name}."""
     log = tally.log
     has_frees = livereport.frees_recorded(tally)
-    has_phases = bool(tally.events.get("phase_begin"))
+    has_phases = bool(tally.events.get("phase_begin")) or \
+        getattr(tally, "phases_from_samples", False)
     if log is None or not (has_frees or has_phases):
         if getattr(opts, "phase", None):
             warnings.append("--phase %s: this recording has no phases "
@@ -257,8 +258,15 @@ def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
             phase = -1   # no such phase: nothing is selected
     entries, live = livereport.selection(sweep, phase)
     untracked = sum(c[7] for c in tally.fired.values() if len(c) > 7)
-    warnings.extend(livereport.warnings(sweep, untracked, names))
+    warnings.extend(livereport.warnings(
+        sweep, untracked, names,
+        runs_known=not getattr(tally, "phases_from_samples", False)))
     rows = livereport.phase_rows(sweep, names)
+    if getattr(tally, "phases_from_samples", False):
+        # phases seen at the samples (rt:phase_track): each sample's phase
+        # is exact, the runs between samples are not (fold._track_phase)
+        rows = [r._replace(runs=None, left_live=None, peak=None, growth=None,
+                           committed_growth=None) for r in rows]
     if not has_frees:   # without frees nothing is ever freed: no liveness
         rows = [r._replace(left_live=None, peak=None, growth=None)
                 for r in rows]

@@ -40,7 +40,8 @@ from . import elf
 # The probe -> the immediate in the event's kind field. parse.py reads them
 # back; the values are part of the recording format: never renumber.
 KINDS = {"free": 1, "release": 2, "commit": 3, "decommit": 4,
-         "phase_begin": 5, "phase_end": 6, "sample_free": 7, "exit": 9}
+         "phase_begin": 5, "phase_end": 6, "sample_free": 7, "exit": 9,
+         "phase_track": 10}   # (phase_track never fires: its semaphore)
 FIELDS = "abcdefgh"   # at most 8 arguments (rt:exit has 8)
 GROUP = "sdt_rt"
 

@@ -391,5 +391,35 @@ class TagLabelTest(unittest.TestCase):
         self.assertEqual(fold.tag_label(0, {}), "0")
 
 
+class TrackedPhases(unittest.TestCase):
+    """rt:sample's phase (rt:phase_track recorded, sampled mode): the
+    thread's phase runs go into the event log as rt:phase_begin and
+    rt:phase_end would have, at the samples where the phase changes."""
+
+    def test_runs_at_the_changes_per_thread(self):
+        from allocsites_lib.parse import Event
+        t = fold.Tally()
+        frames = ()
+        for time, tid, phase in ((10, 1, 3), (20, 1, 3), (30, 2, 1),
+                                 (40, 1, 0), (50, 1, 2), (60, 2, 1)):
+            t.add(Event("sample", 7, tid, 16, 1, 4096, frames, 0x100 + time,
+                        time, rate=4096, phase=phase))
+        got = [(kind, time, tid, a) for kind, time, _pid, tid, a, _b, _s, _k
+               in t.log if kind.startswith("phase")]
+        self.assertEqual(got, [("phase_begin", 10, 1, 2),
+                               ("phase_begin", 30, 2, 0),
+                               ("phase_end", 40, 1, 2),
+                               ("phase_begin", 50, 1, 1)])
+        self.assertTrue(t.phases_from_samples)
+        self.assertEqual(t.events["phase_begin"], 0)   # none was received
+
+    def test_no_phase_argument_no_runs(self):
+        from allocsites_lib.parse import Event
+        t = fold.Tally()
+        t.add(Event("sample", 7, 1, 16, 1, 4096, (), 0x100, 10, rate=4096))
+        self.assertFalse(t.phases_from_samples)
+        self.assertEqual([e[0] for e in t.log], ["sample"])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -15,8 +15,9 @@ A = (raw(0x10, "rt_alloc"), raw(0x20, "parse"), raw(0x30, "main"))
 B = (raw(0x10, "rt_alloc"), raw(0x40, "lex"), raw(0x30, "main"))
 
 
-def ev(kind, size, tid, time, frames=A, tag=1, weight=None):
-    return Event(kind, 1, tid, size, tag, weight, frames, 0x1000, time)
+def ev(kind, size, tid, time, frames=A, tag=1, weight=None, phase=None):
+    return Event(kind, 1, tid, size, tag, weight, frames, 0x1000, time,
+                 phase=phase)
 
 
 def exit_ev(pid, time, counts):
@@ -26,7 +27,8 @@ def exit_ev(pid, time, counts):
 # One recording, in time order; every Tally field gets a non-default value:
 # stacks, sampled and weight_gcd, events, malformed (None), filtered (under
 # --min-size 4), frees, no_callchain, duplicates (same tid and time twice),
-# _last_time, received (every event of process 1), fired (rt:exit of
+# _last_time, _sample_phase and phases_from_samples (a sample in a tracked
+# phase), received (every event of process 1), fired (rt:exit of
 # two ELF files of process 1, in two time ranges) and padding (an rt:exit
 # whose counts are all 2^64-1, include/rt_exit.h).
 EVENTS = [
@@ -37,7 +39,8 @@ EVENTS = [
     ev("alloc", 8, 1, 200, ()),                           # no call chain
     ev("alloc", 48, 2, 210), ev("sample", 100, 1, 220, B, weight=4096 * 3),
     ev("free", 32, 2, 230), None, ev("alloc", 16, 2, 240),
-    ev("alloc", 16, 2, 240), ev("sample", 10, 2, 250, weight=4096),
+    ev("alloc", 16, 2, 240),
+    ev("sample", 10, 2, 250, weight=4096, phase=3),   # in phase 2 (tracked)
     exit_ev(1, 260, (5, 2, 3)), exit_ev(1, 270, (2, 0, 0)),
     exit_ev(1, 280, (fold.EXIT_PADDING,) * 8),            # padding
 ]
