@@ -56,29 +56,59 @@ def declared_skips(tally, symbolizer):
 # many functions, gets the --skip suggestion.
 WRAPPER_SHARE = 0.2
 WRAPPER_CALLERS = 8
+WRAPPER_CHAIN = 32   # at most this many single-caller wrappers deep
 
 
 def wrapper_suspects(profile, min_callers=WRAPPER_CALLERS,
-                     min_share=WRAPPER_SHARE):
+                     min_share=WRAPPER_SHARE, max_chain=WRAPPER_CHAIN):
     """Sites that look like wrappers around the allocator: a large share
     of the bytes, reached from many different calling functions (Lua's
-    luaM_malloc_ carried 99% of an interpreter's allocations). -> [(site,
-    number of callers)]."""
-    callers = collections.defaultdict(set)
+    luaM_malloc_ carried 99% of an interpreter's allocations), directly
+    or through a chain of functions each called from one function only (a
+    database engine's memory layer: 18 wrappers deep). -> [(site, number
+    of callers, [the chain's functions, the site's first])]."""
+    by_site = collections.defaultdict(list)
     for stack in profile.stacks:
-        if len(stack.frames) > 1:
-            key = stack.frames[0]
-            callers[(key.function, key.file, key.line)].add(
-                stack.frames[1].function)
+        if stack.frames:
+            f = stack.frames[0]
+            by_site[(f.function, f.file, f.line)].append(stack)
     out = []
     for site in profile.sites[:3]:
-        key = (site.frame.function, site.frame.file, site.frame.line)
-        n = len(callers.get(key, ()))
-        if n >= min_callers and profile.bytes and \
-                site.bytes >= min_share * profile.bytes:
-            out.append((site, n))
+        if not profile.bytes or site.bytes < min_share * profile.bytes:
+            continue
+        stacks = by_site.get((site.frame.function, site.frame.file,
+                              site.frame.line), ())
+        chain = [site.frame.function]
+        for depth in range(1, max_chain + 1):
+            callers = {s.frames[depth].function for s in stacks
+                       if len(s.frames) > depth}
+            if len(callers) >= min_callers:
+                out.append((site, len(callers), chain))
+                break
+            if len(callers) != 1 or any(len(s.frames) <= depth
+                                        for s in stacks):
+                break   # a few callers, or a stack that ends here
+            caller = next(iter(callers))
+            if caller in chain:
+                break   # recursion is no wrapper chain
+            chain.append(caller)
     return out
 
+
+def wrapper_advice(site, callers, chain):
+    """The warning for a wrapper_suspects row: one --skip line to paste."""
+    if len(chain) == 1:
+        return ("%s is reached from %d different functions: if it is a "
+                "wrapper around the allocator, --skip '^%s$' charges its "
+                "callers (or declare it once with RT_SKIP in the source)"
+                % (site.frame.function, callers,
+                   re.escape(site.frame.function)))
+    return ("%s is reached only through %s, which is reached from %d "
+            "different functions: if these %d wrap the allocator, --skip "
+            "'^(%s)$' charges their callers (or declare them once with "
+            "RT_SKIP in the source)"
+            % (chain[0], " -> ".join(chain[1:]), callers, len(chain),
+               "|".join(re.escape(f) for f in chain)))
 
 
 def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
@@ -110,12 +140,8 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     for regex, dso in declared:
         warnings.append("wrappers declared by %s (RT_SKIP): %s; their "
                         "callers are charged" % (os.path.basename(dso), regex))
-    for site, n in wrapper_suspects(result):
-        warnings.append(
-            "%s is reached from %d different functions: if it is a wrapper "
-            "around the allocator, --skip '^%s$' charges its callers "
-            "(or declare it once with RT_SKIP in the source)"
-            % (site.frame.function, n, re.escape(site.frame.function)))
+    for site, n, chain in wrapper_suspects(result):
+        warnings.append(wrapper_advice(site, n, chain))
     if tags is not None:
         present = {label for _, tag in tally.entries(mode)
                    for label in (str(tag), names.get(tag))}

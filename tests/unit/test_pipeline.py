@@ -355,8 +355,37 @@ class WrapperSuspectsTest(unittest.TestCase):
                             0)
 
     def test_flagged(self):
-        [(site, n)] = pipeline.wrapper_suspects(self.profile(10, 0.5))
-        self.assertEqual((site.frame.function, n), ("xmalloc", 10))
+        [(site, n, chain)] = pipeline.wrapper_suspects(self.profile(10, 0.5))
+        self.assertEqual((site.frame.function, n, chain),
+                         ("xmalloc", 10, ["xmalloc"]))
+
+    def chain_profile(self, depth, callers=10):
+        """xmalloc <- w1 <- ... <- w(depth-1) (each called from the next
+        only) <- f0..f(callers-1) <- main."""
+        def fr(name):
+            return Frame(name, "/src/w.c", 1, "/bin/p", False)
+        wrappers = [fr("xmalloc")] + [fr("w%d" % i) for i in range(1, depth)]
+        stacks = [Stack(tuple(wrappers) + (fr("f%d" % i), fr("main")), 1, 100,
+                        {}) for i in range(callers)]
+        site = fold.Site(wrappers[0])
+        site.bytes = 100 * callers
+        return fold.Profile([site], stacks, callers, 100 * callers, 0)
+
+    def test_a_chain_of_wrappers_is_one_skip_line(self):
+        [(site, n, chain)] = pipeline.wrapper_suspects(self.chain_profile(18))
+        self.assertEqual((n, chain),
+                         (10, ["xmalloc"] + ["w%d" % i for i in range(1, 18)]))
+        self.assertEqual(
+            pipeline.wrapper_advice(site, n, chain[:3]),
+            "xmalloc is reached only through w1 -> w2, which is reached from "
+            "10 different functions: if these 3 wrap the allocator, --skip "
+            "'^(xmalloc|w1|w2)$' charges their callers (or declare them once "
+            "with RT_SKIP in the source)")
+        # a chain that ends in few callers, or at main, is no wrapper chain
+        self.assertEqual(pipeline.wrapper_suspects(self.chain_profile(3, 4)),
+                         [])
+        self.assertEqual(pipeline.wrapper_suspects(
+            self.chain_profile(3, 1)), [])
 
     def test_few_callers_or_small_share_not_flagged(self):
         self.assertEqual(pipeline.wrapper_suspects(self.profile(7, 0.9)), [])
