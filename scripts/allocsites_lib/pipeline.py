@@ -111,6 +111,23 @@ def wrapper_advice(site, callers, chain):
                "|".join(re.escape(f) for f in chain)))
 
 
+def recording_span(tally, data):
+    """{time_nanos, duration_nanos} of the recording for pprof: its
+    length from the first event to the last, and its start as the file's
+    modification time (perf finishes it after the last event) less that
+    length: perf 6.1's clock is not the wall clock. Empty when unknown."""
+    log = tally.log
+    if log is None or not len(log) or data is None:
+        return {}
+    first, last = log.first_time(), log.last_time()
+    try:
+        end = os.stat(data).st_mtime_ns
+    except OSError:
+        return {}
+    duration = max(0, last - first)
+    return {"time_nanos": max(0, end - duration), "duration_nanos": duration}
+
+
 def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                  read_errors=(), interrupted=False, build_ids=None,
                  attached=False, tail_cut=False, unwind=None, unseen=(),
@@ -211,7 +228,8 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
         pprof = pprofout.encode(
             tally, symbolizer, names, mode,
             sampling["sample_bytes"] if sampling else 0, tags,
-            entries=entries, live=live, skip=skip)
+            entries=entries, live=live, skip=skip,
+            **recording_span(tally, data))
     report = Report(mode=mode, profile=result, events=dict(tally.events),
                     malformed=tally.malformed, lost=lost,
                     lost_reason=lost_reason, frees=tuple(tally.frees),

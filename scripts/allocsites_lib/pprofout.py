@@ -24,6 +24,15 @@ OFFSET = re.compile(r"\+0x[0-9a-f]+$")   # a symbol+offset frame's offset
 # profile.proto field numbers
 P_SAMPLE_TYPE, P_SAMPLE, P_MAPPING, P_LOCATION, P_FUNCTION = 1, 2, 3, 4, 5
 P_STRINGS, P_PERIOD_TYPE, P_PERIOD, P_DEFAULT_TYPE = 6, 11, 12, 14
+P_TIME_NANOS, P_DURATION_NANOS = 9, 10
+# A Mapping's range: 2^44 bytes each, mapping i at i * 2^44, so that the
+# binaries' ranges never overlap (pprof merges and attributes by range).
+MAPPING_BITS = 44
+MAPPING_MASK = (1 << MAPPING_BITS) - 1
+
+
+def mapping_base(mid):
+    return mid << MAPPING_BITS
 
 
 def _varint(n):
@@ -76,14 +85,17 @@ class _Strings:
 
 
 def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
-           entries=None, live=None, skip=None):
+           entries=None, live=None, skip=None, time_nanos=0,
+           duration_nanos=0):
     """The gzip-compressed profile of tally (fold.Tally, resolved by
     symbolizer); names: {tag: name}; tags: the --tag filter or None;
     entries: {key: entry} instead of the tally's (one --phase); live:
     {key: liveness.KeyLive} when frees were recorded: then the profile
     also has Go's inuse_objects and inuse_space, what was live at the end
     (as a Go heap profile taken at exit). skip: the wrappers' regex
-    (fold's), or None."""
+    (fold's), or None. time_nanos, duration_nanos: the recording's start
+    (ns since the epoch) and length, 0 when unknown: what a
+    continuous-profiling upload files the profile under."""
     skip_re = re.compile(skip) if skip else None
     strings = _Strings()
     mappings, locations, functions = {}, {}, {}
@@ -109,17 +121,21 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
 
     def location_id(raw, drop=0):
         """The Location of raw's address; drop: without its innermost
-        `drop` inlined lines (skipped wrappers), a Location of its own."""
+        `drop` inlined lines (skipped wrappers), a Location of its own.
+        Its address is the DSO's address placed in its Mapping's range
+        (mapping_base), so that no two Mappings overlap."""
         addr = raw.addr if raw.addr is not None else raw.ip
         key = (raw.dso, addr, drop)
         loc = locations.get(key)
         if loc is None:
+            mid = mapping_id(raw.dso)
             lines = b"".join(
                 _bytes(4, _int(1, function_id(f)) + _int(2, f.line))
                 for f in symbolizer.frames(raw)[drop:])
             loc = locations[key] = (len(locations) + 1, _bytes(
-                P_LOCATION, _int(1, len(locations) + 1) +
-                _int(2, mapping_id(raw.dso)) + _int(3, addr or 0) + lines))
+                P_LOCATION, _int(1, len(locations) + 1) + _int(2, mid) +
+                _int(3, mapping_base(mid) + ((addr or 0) & MAPPING_MASK)) +
+                lines))
         return loc[0]
 
     def stack_ids(raws):
@@ -158,7 +174,12 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
     for dso, mid in mappings.items():
         image = symbolizer.elf(dso)
         build_id = elfmod.build_id(image) if image is not None else None
-        out.append(_bytes(P_MAPPING, _int(1, mid) + _int(3, (1 << 64) - 1) +
+        # Each binary its own range (its addresses are the DSO's, not the
+        # process's: perf's per-DSO address, or a run-time one without a
+        # symbol), file_offset so that address - start + offset is it.
+        out.append(_bytes(P_MAPPING, _int(1, mid) +
+                          _int(2, mapping_base(mid)) +
+                          _int(3, mapping_base(mid + 1)) +
                           _int(5, strings(dso)) +
                           _int(6, strings(build_id or "")) +
                           _int(7, 1) + _int(8, 1) + _int(9, 1) + _int(10, 1)))
@@ -170,6 +191,10 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
                       _int(2, strings("bytes"))))
     out.append(_int(P_PERIOD, sample_bytes if mode == "sampled" else 1))
     out.append(_int(P_DEFAULT_TYPE, strings("alloc_space")))
+    if time_nanos:
+        out.append(_int(P_TIME_NANOS, time_nanos))
+    if duration_nanos:
+        out.append(_int(P_DURATION_NANOS, duration_nanos))
     # The string table last: every string above is in it by now.
     out.append(b"".join(_bytes(P_STRINGS, s.encode("utf-8"))
                         for s in strings.table))

@@ -3,11 +3,13 @@ sites, counts, bytes and stacks as allocsites' own report of the same
 recording."""
 
 import collections
+import datetime
 import json
 import os
 import re
 import subprocess
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -82,6 +84,29 @@ class Pprof(ProfileTest):
                       for f in s["frames"]) for s in report["stacks"]}
         self.assertEqual(traces(pprof(["-traces"], path)), want)
         self.assertNotRegex(pprof(["-traces"], path), r"\+0x[0-9a-f]+\n")
+
+    def test_time_range_and_mappings_that_do_not_overlap(self):
+        # What a continuous-profiling upload files a profile under, and
+        # binaries pprof can tell apart (issue 23, item 2)
+        path = os.path.join(self.tmp, "t.pb.gz")
+        before = time.time()
+        self.profile(program("t_basic"), ["300"], ["--pprof", path])
+        raw = pprof(["-raw"], path)
+        m = re.search(r"^Time: (\S+ \S+)", raw, re.M)
+        self.assertIsNotNone(m, raw)
+        when = datetime.datetime.strptime(m.group(1)[:26],
+                                          "%Y-%m-%d %H:%M:%S.%f")
+        start = when.replace(tzinfo=datetime.timezone.utc).timestamp()
+        self.assertLessEqual(before - 1, start)
+        self.assertLessEqual(start, time.time())
+        self.assertRegex(raw, r"(?m)^Duration: [0-9.]+")
+        ranges = [(int(a, 16), int(b, 16)) for a, b in re.findall(
+            r"(?m)^\d+: 0x([0-9a-f]+)/0x([0-9a-f]+)/0x[0-9a-f]+ ", raw)]
+        self.assertGreaterEqual(len(ranges), 2)   # t_basic and libc
+        ranges.sort()
+        for (a0, a1), (b0, _) in zip(ranges, ranges[1:]):
+            self.assertLess(a0, a1)
+            self.assertLessEqual(a1, b0)
 
     def test_inuse_is_what_was_live_at_exit(self):
         """With frees recorded the profile also has Go's inuse_objects and
