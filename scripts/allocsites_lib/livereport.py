@@ -134,7 +134,8 @@ def warnings(sweep, untracked, names, runs_known=True):
 
 
 def phase_bands(log, names, start, span):
-    """[(name, start, end)] of the outermost phase runs of every thread,
+    """[(name, start, end)] of every phase run of every thread, nested
+    ones too (the chart gives overlapping bands rows of their own),
     relative to start; runs of one phase closer than BAND_GAP of the span
     are merged, so a phase run thousands of times stays one band."""
     open_runs = {}   # tid -> [(id, start)]
@@ -150,14 +151,12 @@ def phase_bands(log, names, start, span):
                 if ids[i] in ids_open:
                     while stack:
                         ph, t = stack.pop()
-                        if not stack:
-                            runs.append((ph, t, times[i]))
+                        runs.append((ph, t, times[i]))
                         if ph == ids[i]:
                             break
     end = start + span
     for stack in open_runs.values():
-        if stack:
-            runs.append((stack[0][0], stack[0][1], end))
+        runs.extend((ph, t, end) for ph, t in stack)
     runs.sort(key=lambda r: (r[0], r[1]))
     bands = []
     gap = BAND_GAP * span
@@ -172,8 +171,10 @@ def phase_bands(log, names, start, span):
 
 def render_timeline(sweep, log, profile, names, title, subtitle,
                     top=TIMELINE_SITES):
-    """The --timeline SVG: the top sites (by bytes live at the peak, then
-    by their highest point) stacked, the rest as "other sites"."""
+    """The --timeline SVG: the top sites (by their own highest point, then
+    by bytes live at the peak) stacked, the rest as "other sites": a
+    large user released before the peak is drawn as itself, not as grey
+    "other sites" (issue 23, item 4)."""
     tl = sweep.timeline
     if not tl.times:
         return timeline.render(title, subtitle, [], [], None, [], (0, 0))
@@ -193,7 +194,7 @@ def render_timeline(sweep, log, profile, names, title, subtitle,
             "/", 1)[-1], s.frame.line) if s.frame.line else s.frame.function
     peak_i = max(range(len(times)), key=lambda i: (tl.total[i], -i))
     ranked = sorted((k for k in per_site if k is not None),
-                    key=lambda k: (-per_site[k][peak_i], -max(per_site[k]),
+                    key=lambda k: (-max(per_site[k]), -per_site[k][peak_i],
                                    labels.get(k, str(k))))
     shown = ranked[:top]
     series = [(labels.get(k, str(k)), per_site[k]) for k in shown]

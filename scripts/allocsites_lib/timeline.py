@@ -252,15 +252,24 @@ def _phase_bands(chart, phases, rows, tags_top, unit):
     for (name, start, end), row in zip(phases, rows):
         x0, x1 = chart.x(start), chart.x(end)
         y = tags_top + row * ROW_H
+        shown = _CTRL.sub(" ", str(name))
+        label = _fit(shown, x1 - x0)
+        # A band too narrow for any of its name (a phase of a few
+        # microseconds in a run of seconds) is named beside it, not left
+        # without a name.
+        lx, anchor = x0 + 3, ""
+        if not label.strip():
+            label = shown
+            lx, anchor = (x1 + 3, "") if x1 < chart.right - 60 else \
+                (x0 - 3, ' text-anchor="end"')
         o.append('<g class="phase"><title>%s: %s - %s</title>'
                  '<rect class="band" x="%s" y="%d" width="%s" height="%d" '
                  'fill="%s"/><rect class="tag" x="%s" y="%d" width="%s" '
-                 'height="%d" fill="%s"/><text x="%s" y="%d">%s</text></g>'
+                 'height="%d" fill="%s"/><text x="%s" y="%d"%s>%s</text></g>'
                  % (_text(name), _time_text(start, unit), _time_text(end, unit),
                     _num(x0), chart.top, _num(x1 - x0), PLOT_H, PHASE_COLOR,
                     _num(x0), y, _num(x1 - x0), ROW_H - 2, PHASE_COLOR,
-                    _num(x0 + 3), y + ROW_H - 4,
-                    _text(_fit(_CTRL.sub(" ", str(name)), x1 - x0))))
+                    _num(lx), y + ROW_H - 4, anchor, _text(label)))
     o.append('</g>')
     return o
 

@@ -544,5 +544,50 @@ class UnknownFiguresTest(unittest.TestCase):
                          "allocations at 2 sites, ranked by allocation count")
 
 
+class PhaseBandsTest(unittest.TestCase):
+    """The timeline's bands: nested runs get bands too (issue 23, item 4;
+    only each thread's outermost runs had one)."""
+
+    def test_nested_runs_have_bands(self):
+        from allocsites_lib import livereport
+        from allocsites_lib.eventlog import EventLog
+        log = EventLog()
+        for kind, t, phase in (("phase_begin", 100, 1), ("phase_begin", 200, 2),
+                               ("phase_end", 300, 2), ("phase_end", 400, 1),
+                               ("phase_begin", 500, 3)):   # open at the end
+            log.append(kind, t, 1, 1, phase, 0)
+        bands = livereport.phase_bands(log, {1: "outer", 2: "inner",
+                                             3: "last"}, 0, 1000)
+        self.assertEqual(bands, [("outer", 100, 400), ("inner", 200, 300),
+                                 ("last", 500, 1000)])
+
+
+class TimelineSitesTest(unittest.TestCase):
+    def test_a_large_user_gone_before_the_peak_is_drawn_as_itself(self):
+        # site "early" holds 900 early and nothing at the peak; 8 small
+        # sites hold the peak: early is shown, not folded into "other
+        # sites" (issue 23, item 4)
+        import collections
+        from allocsites_lib import fold, livereport
+        from allocsites_lib.liveness import Timeline
+        from allocsites_lib.symbolize import Frame
+        keys = ["early"] + ["s%d" % i for i in range(9)]
+        sites, site_of, by_key = [], {}, {}
+        for i, k in enumerate(keys):
+            frame = Frame(k, "/src/a.c", i + 1, "/bin/p", False)
+            site = fold.Site(frame)
+            site.bytes = 1000
+            sites.append(site)
+            site_of[k] = (k, "/src/a.c", i + 1)
+            by_key[k] = [900, 0, 0] if k == "early" else [0, 100 + i, 0]
+        total = [900, sum(100 + i for i in range(9)), 0]
+        tl = Timeline([0, 10, 20], total, by_key, None, [])
+        Sweep = collections.namedtuple("Sweep", "timeline peak_time peak_bytes")
+        profile = fold.Profile(sites, [], 10, 10000, 0, site_of)
+        doc = livereport.render_timeline(Sweep(tl, 10, total[1]), None,
+                                         profile, {}, "T", "")
+        self.assertIn("early a.c:1", doc)
+
+
 if __name__ == "__main__":
     unittest.main()

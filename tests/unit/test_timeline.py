@@ -221,6 +221,16 @@ class TimelineTest(unittest.TestCase):
         order = [e.get("id") for e in root if e.get("id") in ("phases", "areas")]
         self.assertEqual(order, ["phases", "areas"])
 
+    def test_a_very_short_phase_is_named_beside_its_band(self):
+        # 3 us in 3 ms: a band under a pixel wide, its name beside it
+        # (issue 23, item 4)
+        root = ET.fromstring(render(phases=[("blink", 1000000, 1003000)]))
+        p = Plot(root, 0, 3000000, 4 * MiB)
+        [g] = of_class(by_id(root, "phases"), "phase", "g")
+        text = g.find(NS + "text")
+        self.assertEqual(text.text, "blink")
+        self.assertGreater(float(text.get("x")), p.x(1003000))
+
     def test_phase_widens_the_time_axis(self):
         root = ET.fromstring(render(phases=[("tail", 2000000, 4000000)]))
         p = Plot(root, 0, 4000000, 4 * MiB)
