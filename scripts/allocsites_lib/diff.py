@@ -5,8 +5,13 @@ BASE and NEW are JSON reports (allocsites report --json) or recordings
 file and line first ("same"), then, among what is left, by function and
 file when that names exactly one site on each side ("moved": the line
 changed); the rest are "new" or "gone". In sampled profiles a change
-smaller than its combined standard error (sqrt(e_base^2 + e_new^2), each
-site's bytes_error) is marked "not significant". The output: the table of
+smaller than z* combined standard errors (sqrt(e_base^2 + e_new^2), each
+site's bytes_error) is marked "not significant", where z* makes the
+chance that noise alone passes it at any of the m sites compared at most
+FAMILY_ALPHA (Bonferroni: z* = the normal quantile of 1 - alpha/(2m):
+1.96 for one site, 3.14 for 30). One standard error, the rule before,
+let 13 of 30 changes between identical runs through
+(bench/diff_noise.py measures both). The output: the table of
 changes, largest first; the totals before and after; optionally the same
 as JSON and a differential flame graph (widths from NEW, grown red, shrunk
 blue, as in Brendan Gregg's differential flame graphs)."""
@@ -14,12 +19,25 @@ blue, as in Brendan Gregg's differential flame graphs)."""
 import collections
 import json
 import math
+import statistics
 
 from .report import frame_label, human_bytes
 
 Change = collections.namedtuple(
     "Change", "function file line base_line match count_before "
-              "count_after bytes_before bytes_after significant")
+              "count_after bytes_before bytes_after significant error",
+    defaults=(0.0,))
+
+# The chance, over all the sites of a sampled diff, that a site which did
+# not change is called significant (family-wise, Bonferroni).
+FAMILY_ALPHA = 0.05
+
+
+def z_threshold(sites, alpha=FAMILY_ALPHA):
+    """z*: how many combined standard errors a change must reach to be
+    significant when `sites` sites are compared."""
+    sites = max(1, sites)
+    return statistics.NormalDist().inv_cdf(1 - alpha / (2.0 * sites))
 
 
 class BadReport(ValueError):
@@ -138,7 +156,9 @@ def match_sites(base, new):
     out.sort(key=lambda c: (-abs(c.bytes_after - c.bytes_before),
                             -abs(c.count_after - c.count_before),
                             c.file, c.line, c.function))
-    return out
+    z = z_threshold(sum(1 for c in out if c.error))
+    return [c._replace(significant=abs(c.bytes_after - c.bytes_before) >=
+                       z * c.error) if c.error else c for c in out]
 
 
 def _change(b, n, how):
@@ -150,7 +170,7 @@ def _change(b, n, how):
     return Change(site["function"], site["file"], site["line"],
                   b["line"] if b else None, how,
                   b["count"] if b else 0, n["count"] if n else 0,
-                  before, after, abs(after - before) >= err if err else True)
+                  before, after, True, err)
 
 
 def signed(v, human=False):
@@ -180,6 +200,13 @@ def render_table(base_name, new_name, base, new, changes, top=20):
                     _percent(tb["bytes"], tn["bytes"]), tb["count"],
                     tn["count"], signed(tn["count"] - tb["count"]),
                     len(rows), len(changes) - len(rows)))
+    sampled = sum(1 for c in changes if c.error)
+    if sampled:
+        lines.append("significant: a change of at least %.2f standard "
+                     "errors (at most a %d%% chance that noise passes it at "
+                     "any of the %d sampled sites)"
+                     % (z_threshold(sampled), round(100 * FAMILY_ALPHA),
+                        sampled))
     moved = ["%s %s:%d -> %d" % (c.function, c.file, c.base_line, c.line)
              for c in changes if c.match == "moved"]
     if moved:
@@ -199,9 +226,14 @@ def _percent(before, after):
 
 
 def diff_json(base_name, new_name, base, new, changes):
+    sampled = sum(1 for c in changes if c.error)
     return {"version": 1, "base": base_name, "new": new_name,
             "totals": {"before": base["totals"], "after": new["totals"]},
-            "sites": [dict(c._asdict()) for c in changes]}
+            "sites": [dict(c._asdict()) for c in changes],
+            # (appended) sampled: a change is significant from z_threshold
+            # combined standard errors ("error"), null in exact diffs
+            "z_threshold": round(z_threshold(sampled), 3) if sampled
+            else None}
 
 
 def svg_stacks(report):

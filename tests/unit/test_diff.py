@@ -69,7 +69,29 @@ class MatchTest(unittest.TestCase):
         new = report([site("a", 1, 11.0, 1400.0, err=300.0),
                       site("b", 2, 30.0, 3000.0, err=400.0)])
         sig = {c.function: c.significant for c in diff.match_sites(base, new)}
-        self.assertEqual(sig, {"a": False, "b": True})   # 400 < 424.3 < 2000
+        # two sites: z* = 2.24; a: 400 < 2.24 x 424.3, b: 2000 > 2.24 x 500
+        self.assertEqual(sig, {"a": False, "b": True})
+
+    def test_the_threshold_grows_with_the_sites_compared(self):
+        # Bonferroni over the sampled sites: 5% for the whole diff
+        self.assertAlmostEqual(diff.z_threshold(1), 1.960, places=3)
+        self.assertAlmostEqual(diff.z_threshold(30), 3.144, places=3)
+        # 30 sites each 2.0 errors apart: noise at that size, none flagged
+        # (one standard error flagged all 30)
+        base = report([site("f%d" % i, i, 10.0, 1000.0, err=100.0)
+                       for i in range(30)])
+        new = report([site("f%d" % i, i, 10.0, 1000.0 + 2.0 * 141.43,
+                           err=100.0) for i in range(30)])
+        changes = diff.match_sites(base, new)
+        self.assertEqual(sum(c.significant for c in changes), 0)
+        new = report([site("f%d" % i, i, 10.0, 1000.0 + 3.2 * 141.43,
+                           err=100.0) for i in range(30)])
+        changes = diff.match_sites(base, new)
+        self.assertEqual(sum(c.significant for c in changes), 30)
+        doc = diff.diff_json("b", "n", base, new, changes)
+        self.assertEqual(doc["z_threshold"], 3.144)
+        self.assertIn("significant: a change of at least 3.14 standard errors",
+                      diff.render_table("b", "n", base, new, changes))
 
 
 class OutputTest(unittest.TestCase):
