@@ -128,6 +128,7 @@ bench: deps all
 	$(PYTHON) bench/offcost_callgrind.py > $(BENCH_OUT)/offcost.md && cat $(BENCH_OUT)/offcost.md
 	$(PYTHON) bench/header_tus.py > $(BENCH_OUT)/header_tus.md && cat $(BENCH_OUT)/header_tus.md
 	$(PYTHON) bench/diff_noise.py > $(BENCH_OUT)/diff_noise.md && cat $(BENCH_OUT)/diff_noise.md
+	$(PYTHON) bench/sampled_peak.py > $(BENCH_OUT)/sampled_peak.md && cat $(BENCH_OUT)/sampled_peak.md
 	$(PYTHON) bench/exact_burst.py > $(BENCH_OUT)/exact_burst.md && cat $(BENCH_OUT)/exact_burst.md
 	$(PYTHON) bench/sampled_overhead.py > $(BENCH_OUT)/sampled_overhead.md && cat $(BENCH_OUT)/sampled_overhead.md
 	$(PYTHON) bench/fixed_cost.py > $(BENCH_OUT)/fixed_cost.md && cat $(BENCH_OUT)/fixed_cost.md
