@@ -111,6 +111,26 @@ def wrapper_advice(site, callers, chain):
                "|".join(re.escape(f) for f in chain)))
 
 
+def pprof_phases(sweep, entries, live, names):
+    """pprofout.encode's phased: each phase's allocations (and, with
+    frees, their liveness) to label by phase, when the program marks
+    phases and no --phase restricts the report; else None."""
+    if sweep is None or entries is not None or not sweep.phases:
+        return None
+    out = []
+    for phase, phase_entries in sorted(sweep.entries.items(),
+                                       key=lambda p: (p[0] is not None,
+                                                      p[0] or 0)):
+        phase_live = None
+        if live is not None:
+            phase_live = {key: kl for (ph, key), kl in
+                          sweep.by_phase_key.items() if ph == phase}
+        out.append((None if phase is None else
+                    livereport.phase_label(phase, names), phase_entries,
+                    phase_live))
+    return out
+
+
 def recording_span(tally, data):
     """{time_nanos, duration_nanos} of the recording for pprof: its
     length from the first event to the last, and its start as the file's
@@ -229,6 +249,7 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
             tally, symbolizer, names, mode,
             sampling["sample_bytes"] if sampling else 0, tags,
             entries=entries, live=live, skip=skip,
+            phased=pprof_phases(sweep, entries, live, phase_names),
             **recording_span(tally, data))
     report = Report(mode=mode, profile=result, events=dict(tally.events),
                     malformed=tally.malformed, lost=lost,

@@ -86,7 +86,7 @@ class _Strings:
 
 def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
            entries=None, live=None, skip=None, time_nanos=0,
-           duration_nanos=0):
+           duration_nanos=0, phased=None):
     """The gzip-compressed profile of tally (fold.Tally, resolved by
     symbolizer); names: {tag: name}; tags: the --tag filter or None;
     entries: {key: entry} instead of the tally's (one --phase); live:
@@ -95,12 +95,15 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
     (as a Go heap profile taken at exit). skip: the wrappers' regex
     (fold's), or None. time_nanos, duration_nanos: the recording's start
     (ns since the epoch) and length, 0 when unknown: what a
-    continuous-profiling upload files the profile under."""
+    continuous-profiling upload files the profile under. phased: instead
+    of entries and live, [(phase name or None, {key: entry}, {key:
+    KeyLive} or None)]: a sample per phase and key, labelled "phase"
+    (none outside every phase); their sums are the whole profile's."""
     skip_re = re.compile(skip) if skip else None
     strings = _Strings()
     mappings, locations, functions = {}, {}, {}
     types = [("alloc_objects", "count"), ("alloc_space", "bytes")]
-    if live is not None:
+    if live is not None or any(pl is not None for _, _, pl in phased or ()):
         types += [("inuse_objects", "count"), ("inuse_space", "bytes")]
     out = [_bytes(P_SAMPLE_TYPE, _int(1, strings(t)) + _int(2, strings(u)))
            for t, u in types]
@@ -155,21 +158,28 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
         return [location_id(raw) for raw in raws]
 
     label_key = strings("tag")
-    if entries is None:
-        entries = tally.entries(mode)
-    for (frames, tag), entry in entries.items():
-        name = names.get(tag, str(tag))
-        if tags is not None and name not in tags and str(tag) not in tags:
-            continue
-        ids = stack_ids(frames[1:])
-        label = _bytes(3, _int(1, label_key) + _int(2, strings(name)))
-        values = [saturated(entry.count), saturated(entry.bytes)]
-        if live is not None:
-            kl = live.get((frames, tag))
-            values += [saturated(kl.leaked_count), saturated(
-                kl.leaked_bytes)] if kl is not None else [0, 0]
-        body.append(_bytes(P_SAMPLE, _packed(1, ids) + _packed(2, values) +
-                           label))
+    phase_key = strings("phase")
+    if phased is None:
+        if entries is None:
+            entries = tally.entries(mode)
+        phased = [(None, entries, live)]
+    for phase, phase_entries, phase_live in phased:
+        phase_label = b"" if phase is None else _bytes(
+            3, _int(1, phase_key) + _int(2, strings(str(phase))))
+        for (frames, tag), entry in phase_entries.items():
+            name = names.get(tag, str(tag))
+            if tags is not None and name not in tags and \
+                    str(tag) not in tags:
+                continue
+            ids = stack_ids(frames[1:])
+            label = _bytes(3, _int(1, label_key) + _int(2, strings(name)))
+            values = [saturated(entry.count), saturated(entry.bytes)]
+            if live is not None or phase_live is not None:
+                kl = (phase_live or {}).get((frames, tag))
+                values += [saturated(kl.leaked_count), saturated(
+                    kl.leaked_bytes)] if kl is not None else [0, 0]
+            body.append(_bytes(P_SAMPLE, _packed(1, ids) +
+                               _packed(2, values) + label + phase_label))
     out += body
     for dso, mid in mappings.items():
         image = symbolizer.elf(dso)

@@ -85,6 +85,28 @@ class Pprof(ProfileTest):
         self.assertEqual(traces(pprof(["-traces"], path)), want)
         self.assertNotRegex(pprof(["-traces"], path), r"\+0x[0-9a-f]+\n")
 
+    def test_phase_labels_split_the_profile_by_phase(self):
+        # Without --phase, each sample carries its phase as the label
+        # "phase", so pprof -tagfocus finds each phase's bytes (issue 23,
+        # item 2)
+        path = os.path.join(self.tmp, "labels.pb.gz")
+        report, truth, _, _ = self.profile(program("t_phases"), [],
+                                           ["--pprof", path])
+        self.assertLossless(report)
+        whole = sum(top(path, "alloc_space").values())
+        self.assertEqual(whole, report["totals"]["bytes"])
+        checked = 0
+        for want in truth["phases"]:
+            if not want["bytes"] or not want["name"]:
+                continue
+            got = flat(pprof(["-top", "-nodecount=100000", "-nodefraction=0",
+                              "-sample_index=alloc_space", "-unit=B",
+                              "-tagfocus=phase=" + want["name"]], path), "B")
+            with self.subTest(phase=want["name"]):
+                self.assertEqual(sum(got.values()), want["bytes"])
+            checked += 1
+        self.assertGreater(checked, 1)
+
     def test_time_range_and_mappings_that_do_not_overlap(self):
         # What a continuous-profiling upload files a profile under, and
         # binaries pprof can tell apart (issue 23, item 2)
