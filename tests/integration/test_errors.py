@@ -295,10 +295,12 @@ class Errors(ProfileTest):
         os.mkdir(ro)
         subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs",
                         ro], check=True)
-        self.addCleanup(subprocess.run, ["umount", ro])
-        rec = allocsites(["record", "-o", os.path.join(ro, "x.data"), "--",
-                          program("t_basic"), "10"],
-                         env={"TRUTH_FILE": os.devnull})
+        try:
+            rec = allocsites(["record", "-o", os.path.join(ro, "x.data"),
+                              "--", program("t_basic"), "10"],
+                             env={"TRUTH_FILE": os.devnull})
+        finally:   # before tearDown removes self.tmp, which it cannot
+            subprocess.run(["umount", ro], check=True)   # while mounted
         self.assertEqual(rec.returncode, 1)
         self.assertEqual(rec.stderr, "allocsites: -o %s: cannot write in "
                          "%s: Read-only file system\n"
