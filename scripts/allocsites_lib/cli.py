@@ -410,9 +410,9 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
                   % (data, type(e).__name__, e))
     if scan is None:   # perf script reads what the scan cannot
         reader = None
+    probed = recorder.read_buildids(data)   # {binary: build-ids}, or {}
     if reader is None:
-        static = [p for p in sorted(recorder.read_buildids(data))
-                  if elf.is_static(elf.open_elf(p))]
+        static = [p for p in sorted(probed) if elf.is_static(elf.open_elf(p))]
         if static and scan is not None and scan.unwind == "dwarf":
             # perf 6.1's unwinder stops at the allocator in a static
             # binary: one site, "[no caller] ?", whatever the stack size
@@ -478,9 +478,9 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     else:
         lost, reason = perfrun.count_lost(data, perf)
     attached = scan is not None and perfdata.attached(scan.cmdline)
-    probed = recorder.read_buildids(data)
+    running = scan.running() if scan is not None else []
     unseen = completeness.unseen(
-        running=scan.running() if scan is not None and not attached else (),
+        running=running if not attached else (),
         unprobed=recorder.unprobed_code(scan.code, probed)
         if scan is not None and probed else ())
     from .symbolize import Symbolizer
@@ -488,11 +488,11 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         result.tally, opts, Symbolizer(), lost, reason, os.path.abspath(data),
         result.handler_errors, result.perf_inlines, read_errors,
         build_ids=dict(scan.build_ids if scan is not None else {},
-                       **recorder.read_buildids(data)),
+                       **probed),
         attached=attached,
         tail_cut=scan is not None and bool(scan.tail_cut),
         unwind=scan.unwind if scan is not None else None, unseen=unseen,
-        still_running=bool(attached and scan.running()),
+        still_running=bool(attached and running),
         stopped=scan.stopped if scan is not None else None)
     pipeline.write_outputs(rep, opts, out=stdout, err=err)
     if rep.bad_options:   # a --tag or --phase that names nothing

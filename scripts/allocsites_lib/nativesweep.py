@@ -36,12 +36,12 @@ class Plan:
     """What liveness._Plan gives the assembly, as the C scan found it."""
 
     def __init__(self, fields, nkeys):
+        # fields: has_release has_commit frees_recorded phase ids...; the
+        # assembly needs no has_release (the C sweep used it)
         self.sampled = False
-        self.has_release = fields[0] == "1"
         self.has_commit = fields[1] == "1"
         self.frees_recorded = fields[2] == "1"
         self.phase_ids = [int(x) for x in fields[3:]]
-        self.slot_of = {p: s + 1 for s, p in enumerate(self.phase_ids)}
         self.nkeys = nkeys
 
 

@@ -117,18 +117,15 @@ def pprof_phases(sweep, entries, live, names):
     phases and no --phase restricts the report; else None."""
     if sweep is None or entries is not None or not sweep.phases:
         return None
-    out = []
-    for phase, phase_entries in sorted(sweep.entries.items(),
-                                       key=lambda p: (p[0] is not None,
-                                                      p[0] or 0)):
-        phase_live = None
-        if live is not None:
-            phase_live = {key: kl for (ph, key), kl in
-                          sweep.by_phase_key.items() if ph == phase}
-        out.append((None if phase is None else
-                    livereport.phase_label(phase, names), phase_entries,
-                    phase_live))
-    return out
+    live_of = collections.defaultdict(dict)   # phase -> {key: KeyLive}
+    if live is not None:
+        for (ph, key), kl in sweep.by_phase_key.items():
+            live_of[ph][key] = kl
+    return [(None if phase is None else livereport.phase_label(phase, names),
+             phase_entries, live_of[phase] if live is not None else None)
+            for phase, phase_entries in sorted(
+                sweep.entries.items(),
+                key=lambda p: (p[0] is not None, p[0] or 0))]
 
 
 def recording_span(tally, data):
@@ -301,8 +298,10 @@ def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
     fold (None without frees). names: {phase id: name}."""
     log = tally.log
     has_frees = livereport.frees_recorded(tally)
-    has_phases = bool(tally.events.get("phase_begin")) or \
-        getattr(tally, "phases_from_samples", False)
+    # phases seen at the samples (rt:phase_track): each sample's phase is
+    # exact, the runs between samples are not (fold.Tally._track_phase)
+    from_samples = getattr(tally, "phases_from_samples", False)
+    has_phases = bool(tally.events.get("phase_begin")) or from_samples
     if log is None or not (has_frees or has_phases):
         if getattr(opts, "phase", None):
             warnings.append("--phase %s: this recording has no phases "
@@ -323,13 +322,10 @@ def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
             phase = -1   # no such phase: nothing is selected
     entries, live = livereport.selection(sweep, phase)
     untracked = sum(c[7] for c in tally.fired.values() if len(c) > 7)
-    warnings.extend(livereport.warnings(
-        sweep, untracked, names,
-        runs_known=not getattr(tally, "phases_from_samples", False)))
+    warnings.extend(livereport.warnings(sweep, untracked, names,
+                                        runs_known=not from_samples))
     rows = livereport.phase_rows(sweep, names)
-    if getattr(tally, "phases_from_samples", False):
-        # phases seen at the samples (rt:phase_track): each sample's phase
-        # is exact, the runs between samples are not (fold._track_phase)
+    if from_samples:
         rows = [r._replace(runs=None, left_live=None, peak=None, growth=None,
                            committed_growth=None) for r in rows]
     if not has_frees:   # without frees nothing is ever freed: no liveness

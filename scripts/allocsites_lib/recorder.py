@@ -795,7 +795,9 @@ UNFINISHED = ("%s is a recording perf never finished (its header was "
 
 def finished(path):
     """False if path is a perf.data whose header perf never completed
-    (check_perf_data's UNFINISHED), else True (whatever else it is)."""
+    (check_perf_data's UNFINISHED): its data size, which perf writes
+    last, when it finishes the file, is 0. Else True (whatever else it
+    is)."""
     try:
         with open(path, "rb") as f:
             header = f.read(56)
@@ -832,7 +834,7 @@ def check_perf_data(path):
         raise RecordError("%s is truncated or not a complete perf.data"
                           % path)
     data_offset, data_size = struct.unpack("<QQ", header[40:56])
-    if data_size == 0:   # perf writes it last, when it finishes the file
+    if not finished(path):
         raise RecordError(UNFINISHED % path)
     if size < data_offset + data_size:
         raise RecordError("%s is truncated or not a complete perf.data (%d "

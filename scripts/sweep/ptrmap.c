@@ -88,7 +88,6 @@ void ptrmap_insert(struct ptrmap *m, u64 ptr, u32 rec)
 	u16 off = ptr & GRANULE_MASK;
 	u32 pos = lower(g, off);
 
-	m->live++;
 	if (pos < g->n && g->off[pos] == off) {   /* a dead entry: reused */
 		g->rec[pos] = rec;
 		g->dead--;
@@ -148,7 +147,6 @@ void ptrmap_remove(struct ptrmap *m, struct ptrloc loc)
 
 	g->rec[loc.pos] = REC_NONE;
 	g->dead++;
-	m->live--;
 	if (g->dead == g->n || (g->dead > 16 && g->dead * 2 > g->n))
 		compact(m, g);
 }
@@ -167,7 +165,6 @@ static void each_in(struct ptrmap *m, struct granule *g, u64 lo,
 		if (fn(p, g->rec[i], arg)) {
 			g->rec[i] = REC_NONE;
 			g->dead++;
-			m->live--;
 			removed++;
 		}
 	}

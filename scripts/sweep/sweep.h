@@ -73,7 +73,6 @@ struct ptrmap {
 	u32 *spare;             /* free granule slots */
 	u32 nspare, capspare;
 	struct u64map index;    /* granule key -> slot */
-	u64 live;
 };
 
 struct ptrloc { struct granule *g; u32 pos; };
@@ -84,7 +83,8 @@ void ptrmap_insert(struct ptrmap *m, u64 ptr, u32 rec);  /* ptr not live */
 void ptrmap_remove(struct ptrmap *m, struct ptrloc loc);
 void ptrmap_free(struct ptrmap *m);
 /* calls fn(ptr, rec, arg) for every live pointer in [lo, hi) (hi may be
- * 2^64) and removes it when fn returns non-zero; hi_all: every pointer */
+ * 2^64: [0, 2^64) is every pointer) and removes it when fn returns
+ * non-zero */
 void ptrmap_each(struct ptrmap *m, u64 lo, unsigned __int128 hi,
 		 int (*fn)(u64 ptr, u32 rec, void *arg), void *arg);
 

@@ -6,6 +6,7 @@ CI run cannot pass without having profiled anything; set
 ALLOCSITES_SKIP_PERF=1 to skip them knowingly."""
 
 import collections
+import contextlib
 import json
 import os
 import shutil
@@ -87,6 +88,20 @@ def allocsites(args, env=None, **kw):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           stdin=subprocess.DEVNULL, check=False,
                           universal_newlines=True, **kw)
+
+
+@contextlib.contextmanager
+def tmpfs(path, options):
+    """A tmpfs mounted at path (made) with options, for the body; always
+    unmounted after it, before the test's directory is removed (which
+    cannot be while it is mounted)."""
+    os.mkdir(path)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", path],
+                   check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", path], check=True)
 
 
 def truth_sites(truth):

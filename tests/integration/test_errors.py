@@ -15,7 +15,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (ALLOCSITES, PYTHON, ROOT, ProfileTest,  # noqa: E402
-                     allocsites, program, rt_events)
+                     allocsites, program, rt_events, tmpfs)
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from allocsites_lib import runstate  # noqa: E402
@@ -131,11 +131,7 @@ class Errors(ProfileTest):
     def test_disk_full_is_one_line_of_ours(self):
         # perf's own "failed to write perf data" lines come first (its
         # stderr is the program's too, so they pass through as they are).
-        small = os.path.join(self.tmp, "small")
-        os.mkdir(small)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs",
-                        small], check=True)
-        try:
+        with tmpfs(os.path.join(self.tmp, "small"), "size=64k") as small:
             data = os.path.join(small, "run.data")
             rec = allocsites(["-o", data, "--", program("t_basic"), "3000"],
                              env={"TRUTH_FILE": os.devnull})
@@ -149,8 +145,6 @@ class Errors(ProfileTest):
                              r"program; nothing readable was recorded, the "
                              r"file is removed$" % re.escape(data))
             self.assertFalse(os.path.exists(data))
-        finally:
-            subprocess.run(["umount", small], check=True)
 
     def test_report_options_checked_before_recording(self):
         # A typo in a report option must not cost a whole recording.
@@ -291,16 +285,10 @@ class Errors(ProfileTest):
                       rep.stderr)
 
     def test_output_on_a_read_only_filesystem_is_one_line(self):
-        ro = os.path.join(self.tmp, "ro")
-        os.mkdir(ro)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs",
-                        ro], check=True)
-        try:
+        with tmpfs(os.path.join(self.tmp, "ro"), "ro,size=1m") as ro:
             rec = allocsites(["record", "-o", os.path.join(ro, "x.data"),
                               "--", program("t_basic"), "10"],
                              env={"TRUTH_FILE": os.devnull})
-        finally:   # before tearDown removes self.tmp, which it cannot
-            subprocess.run(["umount", ro], check=True)   # while mounted
         self.assertEqual(rec.returncode, 1)
         self.assertEqual(rec.stderr, "allocsites: -o %s: cannot write in "
                          "%s: Read-only file system\n"
