@@ -5,7 +5,13 @@ alloc_space/bytes, values already unbiased in sampled mode (period =
 R), one Location per (binary, address) with its inlined functions as
 Line entries (innermost first), a Mapping per binary with its build-id
 and has_functions/has_filenames/has_line_numbers/has_inline_frames set,
-so pprof does not symbolize again, and the tag as the string label "tag".
+so pprof does not symbolize again, the tag as the string label "tag",
+and Go's numeric label "bytes" (unit bytes): the sample's bytes over its
+count, as Go computes it for a heap profile's sample. Go keeps a sample
+per stack and size, so its label is each object's size; allocsites keeps
+a sample per stack and tag, so the label is the objects' size where the
+site allocates one size (the common case that -tagfocus=bytes=... is
+for) and their mean where it allocates several.
 
 The allocator's own frame (the one holding the probe) is left out of
 each stack, as Go leaves out runtime.mallocgc, and so are the wrappers
@@ -159,6 +165,7 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
 
     label_key = strings("tag")
     phase_key = strings("phase")
+    bytes_key = strings("bytes")
     if phased is None:
         if entries is None:
             entries = tally.entries(mode)
@@ -173,6 +180,11 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
                 continue
             ids = stack_ids(frames[1:])
             label = _bytes(3, _int(1, label_key) + _int(2, strings(name)))
+            if entry.count > 0:
+                # Label.num (3) and num_unit (4): pprof filters by it
+                label += _bytes(3, _int(1, bytes_key) + _int(
+                    3, saturated(entry.bytes / entry.count)) +
+                    _int(4, bytes_key))
             values = [saturated(entry.count), saturated(entry.bytes)]
             if live is not None or phase_live is not None:
                 kl = (phase_live or {}).get((frames, tag))

@@ -62,7 +62,8 @@ def traces(text):
     for block in text.split("-----------+")[1:]:
         names = [re.sub(r" \(inline\)$", "", l[11:].strip())
                  for l in block.splitlines()[1:]
-                 if l[11:].strip() and not l.strip().startswith("tag:")]
+                 # label lines ("       tag:  ast", "     bytes:  64B")
+                 if l[11:].strip() and not re.match(r"^\s*\w+:  ", l)]
         if names:
             out.add(tuple(names))
     return out
@@ -106,6 +107,30 @@ class Pprof(ProfileTest):
                 self.assertEqual(sum(got.values()), want["bytes"])
             checked += 1
         self.assertGreater(checked, 1)
+
+    def test_bytes_label_filters_by_size(self):
+        # Go's numeric label "bytes" on each sample (its bytes over its
+        # count), so that -tagfocus=bytes=... keeps allocations by size
+        # (issue 23, item 2). t_basic's sites of one size (64 B, 1 MiB)
+        # are found whole; its records of several sizes have means far
+        # from both.
+        path = os.path.join(self.tmp, "bytes.pb.gz")
+        report, truth, _, _ = self.profile(program("t_basic"), ["300"],
+                                           ["--pprof", path])
+        self.assertLossless(report)
+        for focus, keep in (("64b", lambda mean: mean == 64),
+                            ("1mb:", lambda mean: mean >= 1 << 20),
+                            (":63b", lambda mean: mean <= 63)):
+            want = collections.Counter()
+            for r in truth["records"]:
+                if r["count"] and keep(r["bytes"] / r["count"]):
+                    want[r["function"]] += r["bytes"]
+            got = flat(pprof(["-top", "-nodecount=100000", "-nodefraction=0",
+                              "-sample_index=alloc_space", "-unit=B",
+                              "-tagfocus=bytes=" + focus], path), "B")
+            with self.subTest(focus=focus):
+                self.assertTrue(want)
+                self.assertEqual(got, dict(want))
 
     def test_time_range_and_mappings_that_do_not_overlap(self):
         # What a continuous-profiling upload files a profile under, and
