@@ -1,9 +1,12 @@
 #!/usr/bin/python3
 """The sampled peak estimate against the exact peak, over many runs.
 
-  bench/sampled_peak.py [--runs 10] [--cases minicc:500:64k,minicc:2500:512k]
+  bench/sampled_peak.py [--runs 10]
+      [--cases minicc:500:64k,minicc:2500:512k,sawtooth:200:64k]
 
-For each case PROG:ARG:RATE (PROG in $BUILD, or tests/PROG), one exact
+For each case PROG:ARG:RATE (PROG in $BUILD, or tests/PROG, or a
+bench/PROG.c built here: sawtooth.c, whose live bytes return to nearly
+the same high once a cycle, ARG cycles), one exact
 recording gives the true peak (liveness.peak_bytes), then RUNS sampled
 recordings at RATE give estimates. The peak is the maximum over time of
 a noisy series, so its estimate is biased upwards (docs/sampling.md);
@@ -19,12 +22,15 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
 ALLOCSITES = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "allocsites")]
+sys.path.insert(0, HERE)
+from lib.build import build  # noqa: E402
 UNITS = {"k": 1 << 10, "m": 1 << 20}
 
 
@@ -34,6 +40,8 @@ def rate_bytes(text):
 
 
 def program(name):
+    if os.path.exists(os.path.join(HERE, name + ".c")):
+        return build(name, [os.path.join(HERE, name + ".c")])
     for path in (os.path.join(BUILD, name), os.path.join(BUILD, "tests", name)):
         if os.path.exists(path):
             return path
@@ -56,7 +64,8 @@ def peak(tmp, argv, record_args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--cases", default="minicc:500:64k,minicc:2500:512k")
+    ap.add_argument("--cases", default="minicc:500:64k,minicc:2500:512k,"
+                    "sawtooth:200:64k")
     args = ap.parse_args()
     print("Machine: %s, %d CPUs, %s; `bench/sampled_peak.py --runs %d "
           "--cases %s`.\n" % (platform.node(), os.cpu_count(),

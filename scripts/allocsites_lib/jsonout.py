@@ -4,6 +4,7 @@ Version 2 adds who holds the memory (issue 12) and the phases (issue 13);
 every field of version 1 is still there, with its meaning."""
 
 import json
+import math
 import types
 
 from . import sitestacks
@@ -86,7 +87,7 @@ def report_dict(report, top=None, stacks_site=None, lazy=False):
         # allocations whose stack does not reach main/_start/a thread start
         "truncated_allocations": profile.truncated,
         # who holds the memory: null when frees were not recorded
-        "liveness": liveness_json(report.liveness),
+        "liveness": liveness_json(report.liveness, report.sampling),
         # RT_PHASE_BEGIN/END: [] when the program marks none
         "phases": [phase_json(p) for p in report.liveness.phases]
         if report.liveness is not None else [],
@@ -104,8 +105,9 @@ def report_dict(report, top=None, stacks_site=None, lazy=False):
     }
 
 
-def liveness_json(live):
-    """LiveSummary -> object (its phases go to the top-level "phases")."""
+def liveness_json(live, sampling=None):
+    """LiveSummary -> object (its phases go to the top-level "phases");
+    sampling: the report's, for the peak's standard error."""
     if live is None:
         return None
     count, nbytes = live.unmatched_frees
@@ -125,7 +127,13 @@ def liveness_json(live):
             "open_phases": live.open_phases,
             # null: whole program; else the --phase/--tag selection whose
             # own allocations peak_*, leaked_* and temporary are
-            "scope": live.scope}
+            "scope": live.scope,
+            # sampled: one standard error of the total at the peak's
+            # moment, sqrt(R x peak); null in exact mode (appended)
+            "peak_bytes_error": math.sqrt(sampling["sample_bytes"] *
+                                          live.peak_bytes)
+            if sampling and sampling.get("sample_bytes") and
+            live.peak_bytes > 0 else None}
 
 
 def phase_json(row):

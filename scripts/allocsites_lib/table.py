@@ -1,6 +1,7 @@
 """The stdout table: top sites by bytes (or --sort), a totals line, who
 holds the memory when frees were recorded, the phases, events and loss."""
 
+import math
 import os
 import re
 
@@ -48,7 +49,7 @@ def render_table(report, top=20, cwd=None, sort="bytes"):
                     (", ranked by %s" % RANKED_BY[sort]) if sort != "bytes"
                     else ""))
     if figures.frees_known(report):
-        lines.extend(_live_lines(report.liveness, est))
+        lines.extend(_live_lines(report.liveness, est, report.sampling))
     if report.liveness is not None and report.liveness.phases:
         lines.extend(_phase_lines(report.liveness, est))
     ev = report.events
@@ -115,7 +116,12 @@ def _count(value, est=""):
     return "-" if value is None else "%s%.0f" % (est, value)
 
 
-def _live_lines(live, est):
+# The sampled peak's measured overshoot, in standard errors of the total at
+# the peak (bench/sampled_peak.py: sawtooth at R = 512 KiB, docs/sampling.md)
+PEAK_BIAS_SE = 3
+
+
+def _live_lines(live, est, sampling=None):
     """The totals of who holds the memory, after the 'total:' line."""
     # peak_time is None when nothing was ever live (no time to give)
     # with --phase or --tag: the selection's own figures, said as such;
@@ -126,6 +132,16 @@ def _live_lines(live, est):
         of, est, live.peak_bytes, human_bytes(live.peak_bytes), est,
         live.peak_count, ", at " + figures.time_text(live.peak_time)
         if live.peak_time is not None else "")]
+    if sampling and sampling.get("sample_bytes") and live.peak_bytes > 0:
+        # The highest of many noisy moments overshoots where the program
+        # comes back near its high often: bench/sampled_peak.py measured
+        # up to PEAK_BIAS_SE standard errors (docs/sampling.md).
+        lines[0] += ("; sampled: +-%s at a moment, and measured up to %sx "
+                     "that too high where a program returns near its high "
+                     "often (docs/sampling.md)" % (
+                         human_bytes(math.sqrt(sampling["sample_bytes"] *
+                                               live.peak_bytes)),
+                         PEAK_BIAS_SE))
     parts = ["leaked%s: %s%.0f bytes (%s) in %s%.0f allocations" % (
         " (%s's)" % live.scope if live.scope else "", est,
         live.leaked_bytes, human_bytes(live.leaked_bytes), est,

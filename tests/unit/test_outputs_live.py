@@ -149,7 +149,12 @@ class LiveTableTest(unittest.TestCase):
             "3   ~3072  66.7%      ~3  ~2.0 KiB      ~0 B  parse_expr parser.c:120  ast:~3.0 KiB\n"
             "total: ~4608 bytes (4.5 KiB) in ~16 allocations at 3 sites, "
             "ranked by bytes leaked\n"
-            "peak: ~3072 bytes (3.0 KiB) live in ~4 allocations, at 1.250 ms\n"
+            # one standard error at the peak, sqrt(256 x 3072) = 887 B,
+            # and the measured overshoot of a maximum (issue 23, item 5)
+            "peak: ~3072 bytes (3.0 KiB) live in ~4 allocations, at 1.250 ms"
+            "; sampled: +-887 B at a moment, and measured up to 3x that "
+            "too high where a program returns near its high often "
+            "(docs/sampling.md)\n"
             "leaked: ~1280 bytes (1.2 KiB) in ~6 allocations; unmatched "
             "frees: 2 (48 bytes)\n"
             "estimates from 9 samples, one per ~256 B allocated "
@@ -248,7 +253,7 @@ class LiveJsonTest(unittest.TestCase):
             "unmatched_frees": {"count": 2, "bytes": 48}, "untracked": 0,
             "committed": {"peak": 8192, "at_peak": 6144, "end": 4096},
             "phase": "lex", "unmatched_phase_ends": 0, "open_phases": 0,
-            "scope": None})
+            "scope": None, "peak_bytes_error": None})
         self.assertEqual(doc["phases"], [
             {"id": 1, "name": "lex", "runs": 2, "count": 5, "bytes": 1024,
              "left_live": 512, "peak": 1536, "growth": 512,
@@ -284,6 +289,9 @@ class LiveJsonTest(unittest.TestCase):
         live = doc["liveness"]
         self.assertEqual((live["peak_bytes"], live["leaked_count"],
                           live["temporary"]), (3072.0, 6.0, None))
+        self.assertAlmostEqual(live["peak_bytes_error"], (256 * 3072) ** 0.5)
+        exact = json.loads(jsonout.render_json(live_report()))["liveness"]
+        self.assertIsNone(exact["peak_bytes_error"])
         lex = doc["sites"][1]
         self.assertEqual((lex["function"], lex["peak_bytes"],
                           lex["leaked_bytes"], lex["temporary"]),
