@@ -23,7 +23,7 @@ command -v valgrind >/dev/null 2>&1 || missing="$missing valgrind"
 command -v gdb >/dev/null 2>&1 || missing="$missing gdb"
 # go: --pprof is tested against its real consumer, go tool pprof.
 command -v go >/dev/null 2>&1 || missing="$missing golang-go"
-# man: the README's `man allocsites` after make install.
+# man: `man allocsites` after make install (docs/usage.md, "Install").
 command -v man >/dev/null 2>&1 || missing="$missing man-db"
 # pgrep: the integration tests look for processes a run must not leave.
 command -v pgrep >/dev/null 2>&1 || missing="$missing procps"
