@@ -27,7 +27,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from lib.build import build  # noqa: E402
+from lib.build import BURST, build  # noqa: E402
 ROOT = os.path.dirname(HERE)
 ALLOCSITES = [sys.executable, os.path.join(ROOT, "scripts", "allocsites")]
 
@@ -49,7 +49,7 @@ MINICC = [os.path.join(ROOT, "examples", "minicc", n + ".c")
           for n in ("main", "lexer", "parser", "types", "emit")]
 WORKLOADS = {
     # name: (sources, argument, what it is)
-    "burst": ([os.path.join(HERE, "burst.c")], "100000000",
+    "burst": ([BURST], "100000000",
               "bench/burst 100000000: 100M rt_alloc+rt_free pairs of 8..127 "
               "bytes and nothing else, 12 frames deep (the worst case)"),
     "minicc": (MINICC, "50000",
