@@ -9,7 +9,7 @@ and without the probes, and divides the difference by the number of probe
 events (2 per pair: rt:alloc and rt:free). Then counts the sampled path
 with rt:sample's semaphore raised by the program (bench/burst built with
 -DBENCH_RAISE_SAMPLE_SEMAPHORE): the countdown and the draws, without the
-kernel trap a recorded sample adds (bench/exact_burst.py measures that).
+kernel trap a recorded sample adds (bench/sampled_overhead.py measures that).
 Last, the sampled frees: rt:sample_free's semaphore raised too
 (-DBENCH_RAISE_SAMPLE_FREE_SEMAPHORE), so that every sampled pointer goes
 into rt_live.h's table and every rt_free looks its pointer up; the
