@@ -1,6 +1,10 @@
 #!/usr/bin/python3
 """Does `allocsites record` lose nothing, run after run, with its defaults?
 
+Regenerates the table of docs/benchmarks.md, "Loss: `bench/lossless_runs.py`":
+
+    /usr/bin/python3 bench/lossless_runs.py
+
   bench/lossless_runs.py [--runs 20] [--programs minicc,burst,luacheck]
                          [--load idle,loaded] [--record-args "ARGS"]
 

@@ -1,6 +1,10 @@
 #!/usr/bin/python3
 """Instructions the probes add per allocation when nothing records.
 
+Regenerates the table of docs/benchmarks.md, "Cost when nothing records: `bench/offcost_callgrind.py`":
+
+    /usr/bin/python3 bench/offcost_callgrind.py
+
   bench/offcost_callgrind.py [--pairs N]
 
 Counts instructions (valgrind --tool=callgrind: repeatable, unlike wall

@@ -1,6 +1,10 @@
 #!/usr/bin/python3
 """Cost of sampled mode against the uninstrumented program.
 
+Regenerates the table of docs/benchmarks.md, "Sampled mode against the uninstrumented program: `bench/sampled_overhead.py`":
+
+    /usr/bin/python3 bench/sampled_overhead.py --runs 5
+
   bench/sampled_overhead.py [--runs N] [--rates 512k,64k] [--workloads minicc,burst]
 
 Runs two allocation-heavy workloads (see WORKLOADS: the example compiler
