@@ -1,6 +1,10 @@
 #!/usr/bin/python3
 """allocsites against the tools a user would pick instead, on one workload.
 
+Regenerates the table of docs/benchmarks.md, "Side by side: `bench/compare.py`":
+
+    /usr/bin/python3 bench/compare.py
+
   bench/compare.py [--allocs N] [--runs N] [--threads 1,4] [--only NAMES]
 
 The workload is bench/storm (a compiler front end's allocation storm on

@@ -1,6 +1,11 @@
 #!/usr/bin/python3
 """Exact mode at scale, side by side with heaptrack, on the example compiler.
 
+Regenerates the table of docs/benchmarks.md, "Exact mode at scale: `bench/exact_scale.py`":
+
+    /usr/bin/python3 bench/exact_scale.py --units 250,2500,25000 --tools floor,dwarf,fp,sampled,heaptrack
+    /usr/bin/python3 bench/exact_scale.py --units 250000 --skip-above 250000 --tools dwarf,fp,sampled,heaptrack
+
   bench/exact_scale.py [--units 250,2500,25000] [--skip-above 25000]
                        [--tools floor,dwarf,fp,sampled,heaptrack]
 
@@ -22,8 +27,8 @@ Columns: record and report wall time, the report's peak memory (the sum
 of the resident sizes of all its processes, polled every 50 ms), bytes
 of recording per event (alloc and free events), and whether the report
 said it was complete. A size above --skip-above is printed as not run,
-with the reason (its recording alone would take longer than the
-session's budget here), never left out silently.
+with the reason (at 10^8 the recordings alone take about half an
+hour), never left out silently.
 
 Prints Markdown on stdout; progress on stderr. Run as root (perf).
 """

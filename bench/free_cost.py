@@ -1,7 +1,13 @@
 #!/usr/bin/python3
-"""What recording the frees costs: `allocsites record` of the demo with
-its defaults (every rt:free recorded, for the peak, leaked and temporary
-figures) against `--no-frees`.
+"""What recording every free costs: the demo with and without --no-frees.
+
+Regenerates the table of docs/benchmarks.md, "What recording the frees costs: `bench/free_cost.py`":
+
+    /usr/bin/python3 bench/free_cost.py
+
+`allocsites record` of the demo with its defaults (every rt:free
+recorded, for the peak, leaked and temporary figures) against
+`--no-frees`.
 
   /usr/bin/python3 bench/free_cost.py [--runs N] [--size N]
 

@@ -1,6 +1,10 @@
 #!/usr/bin/python3
 """What including rt_probes.h in many translation units costs a program.
 
+Regenerates the table of docs/benchmarks.md, "Many files including the header: `bench/header_tus.py`":
+
+    /usr/bin/python3 bench/header_tus.py --tus 500
+
   bench/header_tus.py [--tus 500]
 
 Builds a program of N translation units that each include the header and

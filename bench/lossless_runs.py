@@ -1,6 +1,10 @@
 #!/usr/bin/python3
 """Does `allocsites record` lose nothing, run after run, with its defaults?
 
+Regenerates the table of docs/benchmarks.md, "Loss: `bench/lossless_runs.py`":
+
+    /usr/bin/python3 bench/lossless_runs.py
+
   bench/lossless_runs.py [--runs 20] [--programs minicc,burst,luacheck]
                          [--load idle,loaded] [--record-args "ARGS"]
 
@@ -45,7 +49,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from compare import machine  # noqa: E402
-from lib.build import BUILD, build, build_lua_host  # noqa: E402
+from lib.build import BUILD, BURST, build, build_lua_host  # noqa: E402
 
 ALLOCSITES = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "allocsites")]
 BUSY_LOOP = ["/usr/bin/python3", "-c", "while True: pass"]
@@ -69,7 +73,7 @@ def programs(names):
             out[name] = ([os.path.join(BUILD, "minicc"), "500"],
                          _count(r"\ballocs=(\d+)"))
         elif name == "burst":
-            out[name] = ([build("burst", [os.path.join(HERE, "burst.c")]),
+            out[name] = ([build("burst", [BURST]),
                           "218469", "10"], _count(r"\ballocations=(\d+)"))
         elif name == "luacheck":
             if not os.path.isdir(LUACHECK):

@@ -1,6 +1,7 @@
 /* lua_host.c - a minimal Lua 5.4 host whose allocator fires allocsites'
- * probes: a real interpreter's allocations and call stacks for
- * bench/stack_depth.py.
+ * probes: a real interpreter's allocations and call stacks, for
+ * bench/lossless_runs.py (and, at commit 3f5d04f, bench/stack_depth.py:
+ * docs/design.md, "Stack copy size for a real interpreter").
  *
  *     lua_host SCRIPT [ARGS...]
  *
@@ -71,7 +72,7 @@ static unsigned long long n_allocs, n_bytes;
 
 #ifdef LUA_HOST_FAULT_TRIGGER
 /* A stand-in for the uprobe, for machines where uprobe events cannot be
- * created (bench/stack_depth.py --trigger pagefault): every allocation
+ * created (bench/stack_depth.py --trigger pagefault, at 3f5d04f): every allocation
  * writes to a page it has not touched yet, so the write page-faults
  * exactly where rt:alloc's probe is, and perf records the software event
  * page-faults (period 1, fault address in the sample) with the same user

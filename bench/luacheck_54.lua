@@ -1,6 +1,6 @@
 -- luacheck_54.lua - runs Debian's luacheck (package lua-check, written
 -- for Lua 5.1, its modules pure Lua under /usr/share/lua/5.1) on Lua 5.4,
--- for bench/stack_depth.py:
+-- for bench/lossless_runs.py:
 --
 --   lua_host bench/luacheck_54.lua [luacheck options] FILES...
 --

@@ -1,6 +1,10 @@
 #!/usr/bin/python3
 """Instructions the probes add per allocation when nothing records.
 
+Regenerates the table of docs/benchmarks.md, "Cost when nothing records: `bench/offcost_callgrind.py`":
+
+    /usr/bin/python3 bench/offcost_callgrind.py
+
   bench/offcost_callgrind.py [--pairs N]
 
 Counts instructions (valgrind --tool=callgrind: repeatable, unlike wall
@@ -9,7 +13,7 @@ and without the probes, and divides the difference by the number of probe
 events (2 per pair: rt:alloc and rt:free). Then counts the sampled path
 with rt:sample's semaphore raised by the program (bench/burst built with
 -DBENCH_RAISE_SAMPLE_SEMAPHORE): the countdown and the draws, without the
-kernel trap a recorded sample adds (bench/exact_burst.py measures that).
+kernel trap a recorded sample adds (bench/sampled_overhead.py measures that).
 Last, the sampled frees: rt:sample_free's semaphore raised too
 (-DBENCH_RAISE_SAMPLE_FREE_SEMAPHORE), so that every sampled pointer goes
 into rt_live.h's table and every rt_free looks its pointer up; the
@@ -22,34 +26,21 @@ tail call the compiler can no longer make), not only the semaphore test.
 
 import argparse
 import os
-import re
-import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from lib.build import build  # noqa: E402
-
-
-def instructions(prog, pairs, env=None):
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run(
-            ["valgrind", "--tool=callgrind", "--callgrind-out-file=" +
-             os.path.join(tmp, "cg.out"), prog, str(pairs)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            universal_newlines=True, env=dict(os.environ, **(env or {})))
-    m = re.search(r"Collected : (\d+)", proc.stderr)
-    if proc.returncode != 0 or not m:
-        raise SystemExit("bench: callgrind failed:\n" + proc.stderr)
-    return int(m.group(1))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "unit"))
+from lib.build import BURST, build  # noqa: E402
+# The counter test_offcost.py uses, so that the test and this table agree.
+from callgrind import instructions  # noqa: E402
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pairs", type=int, default=1000000)
     args = ap.parse_args()
-    burst = [os.path.join(HERE, "burst.c")]
+    burst = [BURST]
     on = build("burst", burst)
     off = build("burst-noprobes", burst, "-DRT_PROBES_DISABLE")
     sampling = build("burst-sampling", burst, "-DBENCH_RAISE_SAMPLE_SEMAPHORE")

@@ -1,7 +1,14 @@
 #!/usr/bin/python3
-"""Report throughput: samples per second of `allocsites report`, with one
-perf script worker and with K, against one plain `perf script` text run
-over the same perf.data.
+"""Report speed, 1 and K workers, against one plain perf script over the file.
+
+Regenerates the table of docs/benchmarks.md, "Report throughput: `bench/report_throughput.py`":
+
+    allocsites record -o FILE -- build/minicc 500
+    /usr/bin/python3 bench/report_throughput.py --data FILE --runs 5
+
+Samples per second of `allocsites report`, with one perf script worker
+and with K, against one plain `perf script` text run over the same
+perf.data.
 
   bench/report_throughput.py [--workload minicc|storm] [--size N]
                              [--depth N] [--allocs N] [--runs N]

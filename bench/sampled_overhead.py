@@ -1,6 +1,10 @@
 #!/usr/bin/python3
 """Cost of sampled mode against the uninstrumented program.
 
+Regenerates the table of docs/benchmarks.md, "Sampled mode against the uninstrumented program: `bench/sampled_overhead.py`":
+
+    /usr/bin/python3 bench/sampled_overhead.py --runs 5
+
   bench/sampled_overhead.py [--runs N] [--rates 512k,64k] [--workloads minicc,burst]
 
 Runs two allocation-heavy workloads (see WORKLOADS: the example compiler
@@ -27,7 +31,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from lib.build import build  # noqa: E402
+from lib.build import BURST, build  # noqa: E402
 ROOT = os.path.dirname(HERE)
 ALLOCSITES = [sys.executable, os.path.join(ROOT, "scripts", "allocsites")]
 
@@ -49,7 +53,7 @@ MINICC = [os.path.join(ROOT, "examples", "minicc", n + ".c")
           for n in ("main", "lexer", "parser", "types", "emit")]
 WORKLOADS = {
     # name: (sources, argument, what it is)
-    "burst": ([os.path.join(HERE, "burst.c")], "100000000",
+    "burst": ([BURST], "100000000",
               "bench/burst 100000000: 100M rt_alloc+rt_free pairs of 8..127 "
               "bytes and nothing else, 12 frames deep (the worst case)"),
     "minicc": (MINICC, "50000",

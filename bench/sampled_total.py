@@ -1,5 +1,11 @@
 #!/usr/bin/python3
-"""Sampled mode, everything included: the wall time of `allocsites
+"""Sampled mode, everything included, against the program run alone.
+
+Regenerates the table of docs/benchmarks.md, "Sampled mode, everything included: `bench/sampled_total.py`":
+
+    /usr/bin/python3 bench/sampled_total.py --runs 5 --size 120000
+
+The wall time of `allocsites
 record --sample RATE -- PROG` (probe set-up, perf's start and exit, the
 program, clean-up) against the program run alone, as issue 15's third
 target counts it (at most 1.10x for a ~4 s allocation-heavy run).

@@ -1,6 +1,10 @@
 #!/usr/bin/python3
 """How recording cost grows with allocation count and with stack depth.
 
+Regenerates the table of docs/benchmarks.md, "How the cost grows: `bench/scaling.py`":
+
+    /usr/bin/python3 bench/scaling.py
+
   bench/scaling.py [--counts 100000,1000000,10000000] [--depths 4,16,64,256]
                    [--depth-allocs 200000] [--report-max 1000000]
 

@@ -2,7 +2,7 @@
 # Installs what `make bench` needs beyond ci/install-deps.sh, only if
 # something is missing: the contenders (heaptrack, bpftrace, valgrind),
 # GNU time (peak RSS), zstd (heaptrack's data files), and Lua 5.4 with
-# luacheck (bench/stack_depth.py's interpreter and workload).
+# luacheck (bench/lossless_runs.py's interpreter and workload).
 set -eu
 
 missing=""

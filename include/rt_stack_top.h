@@ -31,7 +31,8 @@
  *
  * Listed once per translation unit that includes this header, like
  * rt_exit.h's constructor: reading mapped pages again is harmless.
- * -DRT_STACK_TOP_DISABLE leaves it out (bench/stack_top.py compares).
+ * -DRT_STACK_TOP_DISABLE leaves it out (docs/design.md, "Whole stack
+ * copies", compares the two).
  */
 #ifndef RT_STACK_TOP_H
 #define RT_STACK_TOP_H

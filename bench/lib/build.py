@@ -3,7 +3,7 @@ build/bench): gcc -O2 -g, the reference allocator linked in statically
 (one binary, one DWARF). Sources are compiled by absolute path, so that
 every tool's DWARF file names are the same absolute paths.
 
-build(name, sources, *flags)   any program (bench/burst.c, minicc);
+build(name, sources, *flags)   any program (BURST, minicc);
                                rtalloc=False leaves the reference
                                allocator out, libs= are linked last
 build_storm(variant)           bench/storm in one of VARIANTS, once per
@@ -20,6 +20,9 @@ import subprocess
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(HERE)
 BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
+# burst: rt_alloc+rt_free pairs as fast as it can (its source lives with
+# the test that counts its instructions, tests/unit/test_offcost.py).
+BURST = os.path.join(ROOT, "tests", "c", "burst.c")
 
 # variant -> extra gcc flags
 VARIANTS = {

@@ -1,4 +1,4 @@
-"""What the start-up benchmarks (fixed_cost, perf_startup, sampled_total)
+"""What bench/sampled_total.py and bench/report_throughput.py
 share: a uprobe event made with perf probe, a command timed quietly, and
 the median (min-max) cell of their tables."""
 

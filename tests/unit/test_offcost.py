@@ -4,9 +4,9 @@ probe event (the semaphore test and its branch) than without them. And
 the cost per free while sampled frees are recorded, bounded.
 
 Counts instructions with valgrind's callgrind, which is repeatable, over
-bench/burst (N rt_alloc + rt_free pairs, 2 events each), with the
-builder and counter of bench/offcost_callgrind.py, which does the same
-with more pairs. Each binary runs at two sizes and only the difference
+tests/c/burst.c (N rt_alloc + rt_free pairs, 2 events each), built and
+counted by callgrind.py beside this file (bench/offcost_callgrind.py
+does the same with more pairs). Each binary runs at two sizes and only the difference
 counts, so the constant start-up and exit work (the probed build
 registers a fork handler and has an exit destructor: a few hundred
 instructions once) cancels out exactly; the test fails on any per-event
@@ -15,23 +15,28 @@ enabled branch once cost (+2.50 per event). Needs gcc and valgrind; no
 perf."""
 
 import os
+import shutil
 import sys
+import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-BENCH = os.path.abspath(os.path.join(HERE, "..", "..", "bench"))
-sys.path.insert(0, BENCH)
-from lib.build import build  # noqa: E402
-from offcost_callgrind import instructions  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from callgrind import build_burst, instructions  # noqa: E402
 
 PAIRS = 20000
 
 
 class OffCost(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="allocsites-offcost-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def build(self, name, *flags):
+        return build_burst(os.path.join(self.tmp, name), *flags)
+
     def test_two_instructions_per_event(self):
-        burst = [os.path.join(BENCH, "burst.c")]
-        on = build("burst", burst)
-        off = build("burst-noprobes", burst, "-DRT_PROBES_DISABLE")
+        on = self.build("burst")
+        off = self.build("burst-noprobes", "-DRT_PROBES_DISABLE")
         def per_pairs(prog):
             return instructions(prog, 2 * PAIRS) - instructions(prog, PAIRS)
         added = per_pairs(on) - per_pairs(off)
@@ -44,18 +49,17 @@ class OffCost(unittest.TestCase):
 
     def test_cost_per_free_while_sampling(self):
         # rt:sample_free recorded: every rt_free looks its pointer up in
-        # rt_live.h's table. bench/burst frees each block at once, so the
+        # rt_live.h's table. burst frees each block at once, so the
         # table stays nearly empty and a lookup is the common miss: the
         # semaphore tests, the hash and one byte of used[] (13.7 per free
         # measured, docs/sampling.md). A lookup that reads the bucket's
         # keys costs about 25 more; a regression to a loop, a call or a
         # scan past the bucket shows here.
-        burst = [os.path.join(BENCH, "burst.c")]
-        sampling = build("burst-sampling", burst,
-                         "-DBENCH_RAISE_SAMPLE_SEMAPHORE")
-        frees = build("burst-sampling-frees", burst,
-                      "-DBENCH_RAISE_SAMPLE_SEMAPHORE",
-                      "-DBENCH_RAISE_SAMPLE_FREE_SEMAPHORE")
+        sampling = self.build("burst-sampling",
+                              "-DBENCH_RAISE_SAMPLE_SEMAPHORE")
+        frees = self.build("burst-sampling-frees",
+                           "-DBENCH_RAISE_SAMPLE_SEMAPHORE",
+                           "-DBENCH_RAISE_SAMPLE_FREE_SEMAPHORE")
         env = {"RT_SAMPLE_BYTES": "64k", "RT_SAMPLE_SEED": "1"}
         def per_pairs(prog):
             return (instructions(prog, 2 * PAIRS, env) -

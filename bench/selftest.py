@@ -1,7 +1,12 @@
-"""The benchmark's scorer and its readers of other tools' outputs
-(bench/lib): each fed a small real-format sample with known answers."""
+#!/usr/bin/python3
+"""Checks the comparison's scorer and its readers of other tools' outputs
+(bench/lib), each fed a small real-format sample with known answers.
+
+  /usr/bin/python3 bench/selftest.py
+
+`make bench` runs it before the benchmarks; no root, no perf, no tools."""
 import json, os, sys, tempfile, unittest
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from lib import score, tool_bpftrace, tool_dhat, tool_heaptrack, tool_massif
 
