@@ -15,7 +15,7 @@ include tests/Makefile.inc
 .PHONY: all deps demo check unit bench clean install uninstall
 
 # The report workers' perf dlfilter (scripts/dlfilter/allocsites_mailbox.c,
-# allocsites_lib/mailbox.py): the frees past perf's Python glue. It needs
+# allocsites_lib/read/mailbox.py): the frees past perf's Python glue. It needs
 # perf's dlfilter header (Debian: linux-perf); without it the report
 # works as before, a little slower.
 DLFILTER_H := /usr/include/perf/perf_dlfilter.h
@@ -75,13 +75,16 @@ clean:
 # -I under /usr/local), probes/rt.d. Every file installed is listed in
 # lib/allocsites/installed, which make uninstall removes and nothing else.
 PREFIX ?= /usr/local
+# The package, one folder per stage (docs/design.md): paths under scripts/
+LIB_DIRS = record read analyze render cli
+LIB_PY = $(patsubst scripts/%,%,$(wildcard scripts/allocsites_lib/*.py scripts/allocsites_lib/*/*.py))
 LIBDIR = $(DESTDIR)$(PREFIX)/lib/allocsites
 install:
-	@mkdir -p $(LIBDIR)/allocsites_lib $(DESTDIR)$(PREFIX)/bin \
+	@mkdir -p $(addprefix $(LIBDIR)/allocsites_lib/,$(LIB_DIRS)) $(DESTDIR)$(PREFIX)/bin \
 		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/allocsites
 	install -m 755 scripts/allocsites $(LIBDIR)/allocsites
 	install -m 644 scripts/allocsites.py $(LIBDIR)/allocsites.py
-	install -m 644 scripts/allocsites_lib/*.py $(LIBDIR)/allocsites_lib/
+	for f in $(LIB_PY); do install -m 644 scripts/$$f $(LIBDIR)/$$f; done
 	if [ -f $(BUILD)/allocsites_mailbox.so ]; then \
 		install -m 644 $(BUILD)/allocsites_mailbox.so $(LIBDIR)/; fi
 	install -m 755 $(READER) $(LIBDIR)/allocsites-read
@@ -96,8 +99,7 @@ install:
 	   for f in allocsites allocsites.py allocsites-read allocsites-sweep; do echo $(PREFIX)/lib/allocsites/$$f; done; \
 	   if [ -f $(BUILD)/allocsites_mailbox.so ]; then \
 		echo $(PREFIX)/lib/allocsites/allocsites_mailbox.so; fi; \
-	   for f in scripts/allocsites_lib/*.py; do \
-		echo $(PREFIX)/lib/allocsites/allocsites_lib/$$(basename $$f); done; \
+	   for f in $(LIB_PY); do echo $(PREFIX)/lib/allocsites/$$f; done; \
 	   for f in rt_probes.h rt_sampler.h rt_exit.h rt_live.h rt_stack_top.h; do echo $(PREFIX)/include/$$f; done; \
 	   echo $(PREFIX)/share/allocsites/rt.d; \
 	   echo $(PREFIX)/share/man/man1/allocsites.1; \
@@ -107,8 +109,8 @@ install:
 uninstall:
 	@test -f $(LIBDIR)/installed || { echo "uninstall: nothing installed under $(DESTDIR)$(PREFIX)"; exit 1; }
 	@for f in $$(cat $(LIBDIR)/installed); do rm -f $(DESTDIR)$$f; done
-	@rm -rf $(LIBDIR)/allocsites_lib/__pycache__
-	@rmdir $(LIBDIR)/allocsites_lib $(LIBDIR) $(DESTDIR)$(PREFIX)/share/allocsites 2>/dev/null || true
+	@rm -rf $(LIBDIR)/allocsites_lib/__pycache__ $(addsuffix /__pycache__,$(addprefix $(LIBDIR)/allocsites_lib/,$(LIB_DIRS)))
+	@rmdir $(addprefix $(LIBDIR)/allocsites_lib/,$(LIB_DIRS)) $(LIBDIR)/allocsites_lib $(LIBDIR) $(DESTDIR)$(PREFIX)/share/allocsites 2>/dev/null || true
 	@echo "uninstalled allocsites from $(DESTDIR)$(PREFIX)"
 
 # The tables of docs/benchmarks.md (not part of check): the scripts

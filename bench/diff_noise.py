@@ -10,7 +10,7 @@ Regenerates the table of docs/benchmarks.md, "A sampled diff of identical runs: 
 Records build/minicc UNITS twice per pair with `allocsites record
 --sample RATE` (the same program, input and build: every difference is
 sampling noise), reports both to JSON and diffs them with allocsites'
-diff (allocsites_lib/diff.py). For each pair: the sampled sites
+diff (allocsites_lib/analyze/diff.py). For each pair: the sampled sites
 compared, how many changes one standard error (the rule before) would
 call significant, and how many the diff's threshold z* does (Bonferroni
 over the sites, a 5% family-wise chance). Prints Markdown; needs root
@@ -30,7 +30,7 @@ ROOT = os.path.dirname(HERE)
 BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
 ALLOCSITES = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "allocsites")]
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from allocsites_lib import diff  # noqa: E402
+from allocsites_lib.analyze import diff  # noqa: E402
 
 
 def profile(tmp, name, units, rate):

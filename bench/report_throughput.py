@@ -58,7 +58,7 @@ from lib.tool_allocsites import ALLOCSITES, ROOT  # noqa: E402
 # The report timed as a user's machine runs it: Python's bytecode cache on
 # (lib/quick.py says why), filled by an untimed first run.
 from lib.quick import WRAPPER_ENV  # noqa: E402
-from allocsites_lib import perfdata  # noqa: E402
+from allocsites_lib.read import perfdata  # noqa: E402
 
 # The wrapper's perf options (recorder.py), its stack pad in the
 # program's environment; no frees (only the allocation event).

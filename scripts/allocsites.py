@@ -12,7 +12,7 @@
 #
 # `allocsites report` runs several of these at once, each on a time range
 # (--time), with --worker-out: then trace_end writes the Tally there and
-# the command merges them and reports (allocsites_lib/parallel.py).
+# the command merges them and reports (allocsites_lib/read/parallel.py).
 import gc
 import os
 import signal
@@ -20,9 +20,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from allocsites_lib import (hotpath, options, parallel, parse,  # noqa: E402
-                            perfrun, perfstderr)
-from allocsites_lib.fold import Tally  # noqa: E402
+from allocsites_lib.read import (hotpath, parallel, parse,  # noqa: E402
+                                 perfrun, perfstderr)
+from allocsites_lib.cli import options  # noqa: E402
+from allocsites_lib.analyze.fold import Tally  # noqa: E402
 
 
 # Exit statuses: 0 the report is complete or could not be checked; 3 it
@@ -92,7 +93,7 @@ class Run:
         if not self.opts.worker_out:
             self.stderr = perfstderr.Capture()
         if self.opts.worker_mailbox and self.pids is not None:
-            from allocsites_lib import mailbox
+            from allocsites_lib.read import mailbox
             try:
                 self.mailbox = mailbox.Mailbox(self.opts.worker_mailbox)
             except (OSError, ValueError):
@@ -161,8 +162,8 @@ class Run:
                                  else None)
             return INTERRUPTED if self.interrupted else 0
         perf_said = self.stderr.finish() if self.stderr else []
-        from allocsites_lib import pipeline
-        from allocsites_lib.symbolize import Symbolizer
+        from allocsites_lib.analyze import pipeline
+        from allocsites_lib.analyze.symbolize import Symbolizer
         data = pipeline.data_path(self.perf_argv)
         lost, reason, tail_cut, unwind = recording_loss(data)
         report = pipeline.finish_report(
@@ -183,7 +184,7 @@ def recording_loss(data):
     `allocsites report` has them: from one scan of the file (perf's loss
     records, and whether perf -z cut its last compressed record short),
     else from perf report --stats (a pipe, a file the scan cannot read)."""
-    from allocsites_lib import scancache   # the single-process report only
+    from allocsites_lib.read import scancache   # the single-process report only
     if data != "-":
         try:
             scan = scancache.scan(data)

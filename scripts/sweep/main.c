@@ -1,5 +1,5 @@
 /* allocsites-sweep - the exact-mode liveness sweep of an EventLog
- * (scripts/allocsites_lib/eventlog.py), for liveness.native_sweep.
+ * (scripts/allocsites_lib/read/eventlog.py), for liveness.native_sweep.
  *
  * The log's columns are in a file the caller hands over as an open
  * descriptor (the spill file, unlinked); stdin says where:

@@ -1,6 +1,6 @@
 /* sweep.h - allocsites-sweep: the exact-mode liveness sweep in C.
  *
- * The same replay of the rt events as scripts/allocsites_lib/liveness.py
+ * The same replay of the rt events as scripts/allocsites_lib/analyze/liveness.py
  * (_Plan, _Sweep, sweep), whose docstrings define every figure; this
  * program gives the same numbers and the Python side assembles the same
  * Liveness from them (liveness.py, native_sweep). It exists for memory:

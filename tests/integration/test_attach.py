@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import ROOT, ProfileTest, allocsites, program  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from allocsites_lib import elf  # noqa: E402
+from allocsites_lib.read import elf  # noqa: E402
 
 
 def semaphore(pid, path):

@@ -12,8 +12,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import ROOT, ProfileTest, allocsites, program  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from allocsites_lib import perfdata  # noqa: E402
-from allocsites_lib.fold import ROOT_FUNCTIONS  # noqa: E402
+from allocsites_lib.read import perfdata  # noqa: E402
+from allocsites_lib.analyze.fold import ROOT_FUNCTIONS  # noqa: E402
 
 INCOMPLETE = 3   # allocsites report's status when events are missing
 

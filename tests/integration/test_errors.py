@@ -18,7 +18,7 @@ from harness import (ALLOCSITES, PYTHON, ROOT, ProfileTest,  # noqa: E402
                      allocsites, program, rt_events, tmpfs)
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from allocsites_lib import runstate  # noqa: E402
+from allocsites_lib.record import runstate  # noqa: E402
 
 
 def tracefs_mounts():
@@ -269,7 +269,7 @@ class Errors(ProfileTest):
         _, err = proc.communicate(timeout=120)
         self.assertNotIn("Traceback", err)
         self.assertEqual(proc.returncode, 128 + signal.SIGHUP, err)
-        from allocsites_lib import recorder
+        from allocsites_lib.record import recorder
         if recorder.finished(data):   # perf finished it after all
             rep = allocsites(["report", "-i", data])
             self.assertNotIn("Traceback", rep.stderr)

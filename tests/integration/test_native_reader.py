@@ -17,7 +17,7 @@ from harness import (BUILD, ProfileTest, allocsites, program,  # noqa: E402
                      ROOT)
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from allocsites_lib import perfdata  # noqa: E402
+from allocsites_lib.read import perfdata  # noqa: E402
 
 READER = os.path.join(BUILD, "allocsites-read")
 

@@ -20,8 +20,8 @@ from harness import (ALLOCSITES, PYTHON, ROOT, ProfileTest,  # noqa: E402
                      allocsites, program, report_sites)
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from allocsites_lib import (mailbox, parallel, perfdata,  # noqa: E402
-                             perfrun, scancache)
+from allocsites_lib.read import (mailbox, parallel, perfdata,  # noqa: E402
+                                 perfrun, scancache)
 
 ENTRY = os.path.join(ROOT, "scripts", "allocsites.py")
 

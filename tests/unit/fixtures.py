@@ -18,8 +18,8 @@ import subprocess
 import tempfile
 import unittest
 
-from allocsites_lib.parse import Event, RawFrame
-from allocsites_lib.symbolize import Frame
+from allocsites_lib.read.parse import Event, RawFrame
+from allocsites_lib.analyze.symbolize import Frame
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))

@@ -8,12 +8,12 @@ import contextlib
 import re
 import io
 
-from allocsites_lib import cli, commandline, options
-from allocsites_lib.options import UsageError
+from allocsites_lib.cli import command, parsers, options
+from allocsites_lib.cli.options import UsageError
 
 
 def parse(argv):
-    return commandline.parse(argv)
+    return parsers.parse(argv)
 
 
 class RecordOptionsTest(unittest.TestCase):
@@ -148,7 +148,7 @@ class ExitStatusTest(unittest.TestCase):
                                     "SIGABRT (exit status 134)\n"),
                                    (-2, 130, "")):
             out = io.StringIO()
-            self.assertEqual(cli.exit_status(status, "./p", out), want)
+            self.assertEqual(command.exit_status(status, "./p", out), want)
             self.assertEqual(out.getvalue(), said)
 
 
@@ -179,7 +179,7 @@ class SummaryTest(unittest.TestCase):
 
     def summary(self, samples, twice=None):
         import io
-        from allocsites_lib import cli
+        from allocsites_lib.cli import command
 
         class Scan:
             event_samples = samples
@@ -189,7 +189,7 @@ class SummaryTest(unittest.TestCase):
                 return 0, None
             tail_cut = 0
         out = io.StringIO()
-        cli.summarize("perf", "/nonexistent.data", out, Scan())
+        command.summarize("perf", "/nonexistent.data", out, Scan())
         return out.getvalue()
 
     def test_records_perf_wrote_twice_are_not_counted(self):
@@ -212,11 +212,12 @@ class SummaryTest(unittest.TestCase):
 
 class Version(unittest.TestCase):
     def test_version_names_itself_the_json_format_and_perf(self):
-        from allocsites_lib import __version__, jsonout
+        from allocsites_lib import __version__
+        from allocsites_lib.render import jsonout
         for flag in ("--version", "-V"):
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
-                status = cli.dispatch([flag])
+                status = command.dispatch([flag])
             self.assertEqual(status, 0)
             self.assertRegex(out.getvalue(),
                              r"^allocsites %s \(JSON report version %d; "
@@ -228,7 +229,7 @@ class ReportHelpExamples(unittest.TestCase):
     def test_every_output_a_heap_profiler_user_asks_for_has_an_example(self):
         for flag in ("--pprof", "--stacks", "--timeline", "--phase"):
             self.assertIn("allocsites report -i run.data %s" % flag,
-                          commandline.REPORT_EXAMPLES)
+                          parsers.REPORT_EXAMPLES)
 
 
 if __name__ == "__main__":

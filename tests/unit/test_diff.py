@@ -8,7 +8,8 @@ import json
 import tempfile
 import xml.etree.ElementTree as ET
 
-from allocsites_lib import diff, svg
+from allocsites_lib.analyze import diff
+from allocsites_lib.render import flamegraph
 
 
 def site(function, line, count, nbytes, file="/src/p.c", err=None):
@@ -124,7 +125,7 @@ class OutputTest(unittest.TestCase):
                             "bytes": 4800}])
         new = report([], [{"frames": [lex, main], "count": 150, "bytes": 7200},
                           {"frames": [emit, main], "count": 1, "bytes": 65536}])
-        doc = svg.render_svg(diff.svg_stacks(new), base_stacks=diff.svg_stacks(
+        doc = flamegraph.render_svg(diff.svg_stacks(new), base_stacks=diff.svg_stacks(
             base))
         ns = "{http://www.w3.org/2000/svg}"
         boxes = {g.find(ns + "title").text.split("\n")[0]:
@@ -136,7 +137,7 @@ class OutputTest(unittest.TestCase):
         self.assertIn("change: +2400 bytes (base 4800)", title)
         fill, title = boxes["emit (p.c:60)"]
         self.assertEqual(fill, "rgb(255,55,55)")              # all new
-        shrunk = svg.render_svg(diff.svg_stacks(base),
+        shrunk = flamegraph.render_svg(diff.svg_stacks(base),
                                 base_stacks=diff.svg_stacks(new))
         # lex: 4800 where there were 7200: blue, a third of the way deep
         self.assertIn('lex (p.c:32)\nbytes: 4.7 KiB (4800 bytes)\ncount: 100\n'

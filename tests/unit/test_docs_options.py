@@ -7,7 +7,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import argparse
 import re
 
-from allocsites_lib import commandline, options
+from allocsites_lib.cli import parsers, options
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 OPTION_RE = re.compile(r"(?<![\w-])(--[a-z][a-z-]*)")
@@ -22,8 +22,8 @@ def help_options():
     """The long options the three forms' --help show (argparse, hidden ones
     left out), and the perf-script entry's."""
     found = {"--help"}
-    for p in (commandline.record_parser(), commandline.report_parser(),
-              commandline.profile_parser(), commandline.diff_parser(),
+    for p in (parsers.record_parser(), parsers.report_parser(),
+              parsers.profile_parser(), parsers.diff_parser(),
               options.parser()):
         for action in p._actions:
             if action.help != argparse.SUPPRESS:
@@ -51,7 +51,7 @@ class DocumentedOptions(unittest.TestCase):
         # Up to the plain-perf section, whose options are perf's.
         usage = read("docs/usage.md")
         usage = usage[:usage.index("## The same with plain perf")]
-        # --version is answered before any parser (cli.dispatch).
+        # --version is answered before any parser (command.dispatch).
         self.assertEqual(sorted(set(OPTION_RE.findall(usage)) - help_options()
                                 - {"--version"}), [])
 

@@ -6,8 +6,8 @@ import struct
 import subprocess
 import tempfile
 
-from allocsites_lib import elf
-from allocsites_lib.symbolize import run_addr2line
+from allocsites_lib.read import elf
+from allocsites_lib.analyze.symbolize import run_addr2line
 
 import fixtures
 from fixtures import FakeElf, rt_tags_blob

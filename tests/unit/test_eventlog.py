@@ -6,7 +6,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import pickle
 import random
 
-from allocsites_lib.eventlog import EventLog, KINDS
+from allocsites_lib.read.eventlog import EventLog, KINDS
 from fixtures import raw
 
 K1 = ((raw(0x10, "rt_alloc"), raw(0x20, "parse")), 1)

@@ -1,12 +1,12 @@
 import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
-from allocsites_lib import fold
-from allocsites_lib.fold import NO_CALLER, Tally
+from allocsites_lib.analyze import fold
+from allocsites_lib.analyze.fold import NO_CALLER, Tally
 
 from fixtures import StubSymbolizer, alloc, fr, free, raw
-from allocsites_lib.parse import Event
-from allocsites_lib.symbolize import Frame
+from allocsites_lib.read.parse import Event
+from allocsites_lib.analyze.symbolize import Frame
 
 # Source frames used throughout: a probe function, wrappers, sites, roots.
 PROBE = fr("rt_alloc", 14, "/src/rt_alloc.c")
@@ -397,7 +397,7 @@ class TrackedPhases(unittest.TestCase):
     rt:phase_end would have, at the samples where the phase changes."""
 
     def test_runs_at_the_changes_per_thread(self):
-        from allocsites_lib.parse import Event
+        from allocsites_lib.read.parse import Event
         t = fold.Tally()
         frames = ()
         for time, tid, phase in ((10, 1, 3), (20, 1, 3), (30, 2, 1),
@@ -414,7 +414,7 @@ class TrackedPhases(unittest.TestCase):
         self.assertEqual(t.events["phase_begin"], 0)   # none was received
 
     def test_no_phase_argument_no_runs(self):
-        from allocsites_lib.parse import Event
+        from allocsites_lib.read.parse import Event
         t = fold.Tally()
         t.add(Event("sample", 7, 1, 16, 1, 4096, (), 0x100, 10, rate=4096))
         self.assertFalse(t.phases_from_samples)

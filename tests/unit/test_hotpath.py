@@ -9,8 +9,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import pickle
 import random
 
-from allocsites_lib import hotpath, parse
-from allocsites_lib.fold import Tally
+from allocsites_lib.read import hotpath, parse
+from allocsites_lib.analyze.fold import Tally
 
 from fixtures import entry
 

@@ -8,7 +8,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "scripts"))
-from allocsites_lib import limits  # noqa: E402
+from allocsites_lib.read import limits  # noqa: E402
 
 
 def write(path, text):

@@ -11,10 +11,10 @@ import math
 import random
 import time
 
-from allocsites_lib import liveness
-from allocsites_lib.eventlog import EventLog
-from allocsites_lib.fold import ExactEntry, SampledEntry
-from allocsites_lib.liveness import KeyLive, PhaseStats, sweep
+from allocsites_lib.analyze import liveness
+from allocsites_lib.read.eventlog import EventLog
+from allocsites_lib.analyze.fold import ExactEntry, SampledEntry
+from allocsites_lib.analyze.liveness import KeyLive, PhaseStats, sweep
 
 A, B, C, D = "key A", "key B", "key C", "key D"
 
@@ -954,7 +954,7 @@ class NativeSweep(unittest.TestCase):
         old = os.environ.get("BUILD")
         os.environ["BUILD"] = "/nonexistent"
         try:
-            from allocsites_lib import nativesweep
+            from allocsites_lib.analyze import nativesweep
             if nativesweep.program_path() is not None:
                 self.skipTest("allocsites-sweep installed beside the module")
             with self.assertRaises(nativesweep.SweepError):

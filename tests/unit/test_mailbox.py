@@ -1,5 +1,5 @@
 """scripts/dlfilter/allocsites_mailbox.c (the report workers' perf
-dlfilter) and allocsites_lib/mailbox.py (its reader), without perf: the
+dlfilter) and allocsites_lib/read/mailbox.py (its reader), without perf: the
 built filter is loaded here with ctypes and given samples shaped as
 perf's struct perf_dlfilter_sample, as perf would call it."""
 import os, sys, unittest
@@ -8,7 +8,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import ctypes
 import struct
 
-from allocsites_lib import mailbox
+from allocsites_lib.read import mailbox
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))

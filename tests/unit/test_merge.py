@@ -6,9 +6,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import pickle
 
-from allocsites_lib import fold
-from allocsites_lib.fold import Tally
-from allocsites_lib.parse import Event
+from allocsites_lib.analyze import fold
+from allocsites_lib.analyze.fold import Tally
+from allocsites_lib.read.parse import Event
 from fixtures import raw
 
 A = (raw(0x10, "rt_alloc"), raw(0x20, "parse"), raw(0x30, "main"))

@@ -4,8 +4,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import re
 import tempfile
 
-from allocsites_lib import options
-from allocsites_lib.options import UsageError
+from allocsites_lib.cli import options
+from allocsites_lib.cli.options import UsageError
 
 
 class DefaultsTest(unittest.TestCase):

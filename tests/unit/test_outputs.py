@@ -5,9 +5,10 @@ import csv
 import io
 import json
 
-from allocsites_lib import collapsed, completeness, csvout, jsonout, table
-from allocsites_lib.fold import NO_CALLER, Profile, Site, Stack
-from allocsites_lib.report import Report
+from allocsites_lib.render import folded, csvout, jsonout, table
+from allocsites_lib.analyze import completeness
+from allocsites_lib.analyze.fold import NO_CALLER, Profile, Site, Stack
+from allocsites_lib.analyze.report import Report
 
 from fixtures import APP, fr
 
@@ -256,12 +257,12 @@ class JsonTest(unittest.TestCase):
 
 class CollapsedTest(unittest.TestCase):
     def test_bytes(self):
-        self.assertEqual(collapsed.render_folded(make_report()), (
+        self.assertEqual(folded.render_folded(make_report()), (
             "_start+0x25;main (main.c:10);parse_expr (parser.c:120) 3072\n"
             "_start+0x25;main (main.c:12);next_token (lexer.c:55);lex (lexer.c:40) [inlined] 1024\n"))
 
     def test_count(self):
-        self.assertEqual(collapsed.folded_lines(make_report(), weight="count"), [
+        self.assertEqual(folded.folded_lines(make_report(), weight="count"), [
             "_start+0x25;main (main.c:10);parse_expr (parser.c:120) 3",
             "_start+0x25;main (main.c:12);next_token (lexer.c:55);lex (lexer.c:40) [inlined] 5"])
 
@@ -269,32 +270,32 @@ class CollapsedTest(unittest.TestCase):
         a = Stack((fr("zz", 1), fr("aa", 2)), 1, 5, {})
         b = Stack((fr("yy", 1), fr("aa", 2)), 1, 500, {})
         c = Stack((fr("b", 1),), 1, 7, {})
-        lines = collapsed.folded_lines(make_report(stacks=[a, b, c]))
+        lines = folded.folded_lines(make_report(stacks=[a, b, c]))
         self.assertEqual(lines, ["aa (app.c:2);yy (app.c:1) 500",
                                  "aa (app.c:2);zz (app.c:1) 5",
                                  "b (app.c:1) 7"])
 
     def test_semicolon_in_names_cannot_split_frames(self):
         s = Stack((fr("operator;", 3, "/src/a;b.c"), fr("main", 1)), 1, 9, {})
-        [line] = collapsed.folded_lines(make_report(stacks=[s]))
+        [line] = folded.folded_lines(make_report(stacks=[s]))
         self.assertEqual(line, "main (app.c:1);operator: (a:b.c:3) 9")
         self.assertEqual(line.count(";"), 1)
 
     def test_no_caller_stack(self):
         s = Stack((NO_CALLER,), 2, 16, {})
-        self.assertEqual(collapsed.render_folded(make_report(stacks=[s])), "[no caller] 16\n")
+        self.assertEqual(folded.render_folded(make_report(stacks=[s])), "[no caller] 16\n")
 
     def test_float_values(self):
         s1 = Stack((fr("a", 1),), 1, 3072.0, {})
         s2 = Stack((fr("b", 1),), 1, 2.5, {})
-        self.assertEqual(collapsed.folded_lines(make_report(stacks=[s1, s2])),
+        self.assertEqual(folded.folded_lines(make_report(stacks=[s1, s2])),
                          ["a (app.c:1) 3072", "b (app.c:1) 2.500"])
 
     def test_empty(self):
-        self.assertEqual(collapsed.render_folded(empty_report()), "")
+        self.assertEqual(folded.render_folded(empty_report()), "")
 
     def test_svg_stacks(self):
-        self.assertEqual(collapsed.svg_stacks(make_report()), [
+        self.assertEqual(folded.svg_stacks(make_report()), [
             (["_start+0x25", "main (main.c:10)", "parse_expr (parser.c:120)"], 3, 3072),
             (["_start+0x25", "main (main.c:12)", "next_token (lexer.c:55)",
               "lex (lexer.c:40) [inlined]"], 5, 1024)])

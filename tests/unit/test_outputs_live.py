@@ -11,9 +11,9 @@ import json
 
 import xml.etree.ElementTree as ET
 
-from allocsites_lib import collapsed, csvout, figures, jsonout, svg, table
-from allocsites_lib.fold import Stack
-from allocsites_lib.report import LiveSummary, PhaseRow
+from allocsites_lib.render import folded, csvout, ranking, jsonout, flamegraph, table
+from allocsites_lib.analyze.fold import Stack
+from allocsites_lib.analyze.report import LiveSummary, PhaseRow
 
 from fixtures import fr
 from test_svg import frames_of, frame_list, width
@@ -349,16 +349,16 @@ NO_FREES = "no frees were recorded, so what is live is unknown (record " \
 class LiveFoldedTest(unittest.TestCase):
     def test_every_weight_zero_stacks_left_out(self):
         report = live_report()
-        self.assertEqual(collapsed.folded_lines(report, "bytes"), [
+        self.assertEqual(folded.folded_lines(report, "bytes"), [
             PARSE_LINE + " 3072", EMIT_LINE + " 512", LEX_LINE + " 1024"])
-        self.assertEqual(collapsed.folded_lines(report, "count"), [
+        self.assertEqual(folded.folded_lines(report, "count"), [
             PARSE_LINE + " 3", EMIT_LINE + " 8", LEX_LINE + " 5"])
-        self.assertEqual(collapsed.render_folded(report, "peak"), (
+        self.assertEqual(folded.render_folded(report, "peak"), (
             PARSE_LINE + " 2048\n" + EMIT_LINE + " 512\n" +
             LEX_LINE + " 512\n"))
-        self.assertEqual(collapsed.folded_lines(report, "leaked"), [
+        self.assertEqual(folded.folded_lines(report, "leaked"), [
             EMIT_LINE + " 256", LEX_LINE + " 1024"])
-        self.assertEqual(collapsed.folded_lines(report, "temporary"), [
+        self.assertEqual(folded.folded_lines(report, "temporary"), [
             PARSE_LINE + " 1", EMIT_LINE + " 6"])
 
     def test_zero_bytes_stack_left_out(self):
@@ -367,7 +367,7 @@ class LiveFoldedTest(unittest.TestCase):
         report = live_report()
         report = report._replace(profile=report.profile._replace(
             stacks=stacks))
-        self.assertEqual(collapsed.folded_lines(report), [
+        self.assertEqual(folded.folded_lines(report), [
             EMIT_LINE + " 512", LEX_LINE + " 1024"])
 
     def test_sampled_estimates(self):
@@ -376,13 +376,13 @@ class LiveFoldedTest(unittest.TestCase):
         report = live_report(sampled=True)
         report = report._replace(profile=report.profile._replace(
             stacks=stacks))
-        self.assertEqual(collapsed.folded_lines(report, "peak"), [
+        self.assertEqual(folded.folded_lines(report, "peak"), [
             PARSE_LINE + " 2048.250", EMIT_LINE + " 512.250",
             LEX_LINE + " 512.250"])
-        self.assertEqual(collapsed.folded_lines(report, "leaked"), [
+        self.assertEqual(folded.folded_lines(report, "leaked"), [
             EMIT_LINE + " 256", LEX_LINE + " 1024"])
         with self.assertRaises(ValueError) as e:
-            collapsed.folded_lines(report, "temporary")
+            folded.folded_lines(report, "temporary")
         self.assertEqual(str(e.exception), "--weight temporary: temporary "
                          "allocations are counted in exact mode only (this "
                          "profile is sampled)")
@@ -390,23 +390,23 @@ class LiveFoldedTest(unittest.TestCase):
     def test_unknown_weight_is_one_clear_error(self):
         report = live_report()._replace(liveness=None)
         for weight in ("peak", "leaked", "temporary"):
-            for render in (collapsed.render_folded, collapsed.svg_stacks):
+            for render in (folded.render_folded, folded.svg_stacks):
                 with self.assertRaises(ValueError) as e:
                     render(report, weight)
                 self.assertEqual(str(e.exception),
                                  "--weight %s: %s" % (weight, NO_FREES))
         # bytes and count need no frees
-        self.assertEqual(len(collapsed.folded_lines(report, "count")), 3)
+        self.assertEqual(len(folded.folded_lines(report, "count")), 3)
 
 
 class LiveSvgTest(unittest.TestCase):
     def graph(self, weight, report=None):
         report = report or live_report()
-        return svg.render_svg(collapsed.svg_stacks(report, weight), weight,
-                              subtitle=svg.report_subtitle(report))
+        return flamegraph.render_svg(folded.svg_stacks(report, weight), weight,
+                              subtitle=flamegraph.report_subtitle(report))
 
     def test_svg_stacks_carry_the_weight(self):
-        self.assertEqual(collapsed.svg_stacks(live_report(), "leaked"), [
+        self.assertEqual(folded.svg_stacks(live_report(), "leaked"), [
             (["_start+0x25", "main (main.c:10)", "parse_expr (parser.c:120)"],
              3, 3072, 0),
             (["_start+0x25", "main (main.c:12)", "next_token (lexer.c:55)",
@@ -465,20 +465,20 @@ class LiveSvgTest(unittest.TestCase):
     def test_bytes_graph_unchanged(self):
         report = live_report()
         self.assertEqual(
-            svg.render_svg(collapsed.svg_stacks(report, "bytes")),
-            svg.render_svg([(st[0], st[1], st[2]) for st in
-                            collapsed.svg_stacks(report, "peak")]))
+            flamegraph.render_svg(folded.svg_stacks(report, "bytes")),
+            flamegraph.render_svg([(st[0], st[1], st[2]) for st in
+                            folded.svg_stacks(report, "peak")]))
 
     def test_weight_names(self):
-        self.assertRaises(ValueError, svg.render_svg, [(["a"], 1, 1)],
+        self.assertRaises(ValueError, flamegraph.render_svg, [(["a"], 1, 1)],
                           weight="pages")
-        self.assertEqual(svg.WEIGHTS, ("bytes", "count", "peak", "leaked",
+        self.assertEqual(flamegraph.WEIGHTS, ("bytes", "count", "peak", "leaked",
                                        "temporary"))
 
     def test_diff_colours_by_the_weight(self):
         new = [(["m", "a"], 1, 10, 100), (["m", "b"], 1, 10, 50)]
         base = [(["m", "a"], 1, 10, 50), (["m", "b"], 1, 10, 100)]
-        f = frames_of(svg.render_svg(new, "leaked", base_stacks=base))
+        f = frames_of(flamegraph.render_svg(new, "leaked", base_stacks=base))
         self.assertEqual(f["a"][1].get("fill"), "rgb(255,155,155)")
         self.assertEqual(f["b"][1].get("fill"), "rgb(155,155,255)")
         self.assertIn("change: +50 leaked (base 50)", f["a"][2])
@@ -486,12 +486,12 @@ class LiveSvgTest(unittest.TestCase):
 
 class SubtitleTest(unittest.TestCase):
     def test_exact(self):
-        self.assertEqual(svg.report_subtitle(live_report()),
+        self.assertEqual(flamegraph.report_subtitle(live_report()),
                          "16 allocations, 4608 bytes, peak 3.0 KiB, leaked "
                          "1.2 KiB, lost: 0; " + VERDICT)
 
     def test_sampled(self):
-        self.assertEqual(svg.report_subtitle(live_report(sampled=True)),
+        self.assertEqual(flamegraph.report_subtitle(live_report(sampled=True)),
                          "~16 allocations, ~4608 bytes, peak ~3.0 KiB, "
                          "leaked ~1.2 KiB, lost: 0; estimates from 9 "
                          "samples; complete: yes (checked: 21 events "
@@ -499,12 +499,12 @@ class SubtitleTest(unittest.TestCase):
 
     def test_no_frees_unchanged(self):
         report = live_report()._replace(liveness=None)
-        self.assertEqual(svg.report_subtitle(report),
+        self.assertEqual(flamegraph.report_subtitle(report),
                          "16 allocations, 4608 bytes, lost: 0; " + VERDICT)
 
     def test_phase_escaped_in_the_document(self):
         report = live_report(phase="<sema & co>")
-        text = svg.report_subtitle(report)
+        text = flamegraph.report_subtitle(report)
         self.assertEqual(text, "16 allocations, 4608 bytes, peak 3.0 KiB, "
                          "leaked 1.2 KiB, phase <sema & co>, lost: 0; " +
                          VERDICT)
@@ -513,8 +513,8 @@ class SubtitleTest(unittest.TestCase):
         self.assertEqual(sub.text, text)
 
     def render(self, report):
-        return svg.render_svg(collapsed.svg_stacks(report, "peak"), "peak",
-                              subtitle=svg.report_subtitle(report))
+        return flamegraph.render_svg(folded.svg_stacks(report, "peak"), "peak",
+                              subtitle=flamegraph.report_subtitle(report))
 
 
 class UnknownFiguresTest(unittest.TestCase):
@@ -535,12 +535,12 @@ class UnknownFiguresTest(unittest.TestCase):
                          "profile is sampled)")
 
     def test_check_before_any_output(self):
-        figures.check(live_report(), "temporary", "leaked")
+        ranking.check(live_report(), "temporary", "leaked")
         report = live_report()._replace(liveness=None)
-        figures.check(report, "count", "count")
-        self.assertRaises(ValueError, figures.check, report, "bytes", "peak")
-        self.assertRaises(ValueError, figures.check, report, "leaked", "bytes")
-        self.assertRaises(ValueError, figures.check, report, "pages", "bytes")
+        ranking.check(report, "count", "count")
+        self.assertRaises(ValueError, ranking.check, report, "bytes", "peak")
+        self.assertRaises(ValueError, ranking.check, report, "leaked", "bytes")
+        self.assertRaises(ValueError, ranking.check, report, "pages", "bytes")
 
     def test_count_sort_needs_no_frees(self):
         report = make_report(events={"alloc": 8})
@@ -557,14 +557,14 @@ class PhaseBandsTest(unittest.TestCase):
     only each thread's outermost runs had one)."""
 
     def test_nested_runs_have_bands(self):
-        from allocsites_lib import livereport
-        from allocsites_lib.eventlog import EventLog
+        from allocsites_lib.analyze import liveview
+        from allocsites_lib.read.eventlog import EventLog
         log = EventLog()
         for kind, t, phase in (("phase_begin", 100, 1), ("phase_begin", 200, 2),
                                ("phase_end", 300, 2), ("phase_end", 400, 1),
                                ("phase_begin", 500, 3)):   # open at the end
             log.append(kind, t, 1, 1, phase, 0)
-        bands = livereport.phase_bands(log, {1: "outer", 2: "inner",
+        bands = liveview.phase_bands(log, {1: "outer", 2: "inner",
                                              3: "last"}, 0, 1000)
         self.assertEqual(bands, [("outer", 100, 400), ("inner", 200, 300),
                                  ("last", 500, 1000)])
@@ -576,9 +576,9 @@ class TimelineSitesTest(unittest.TestCase):
         # sites hold the peak: early is shown, not folded into "other
         # sites" (issue 23, item 4)
         import collections
-        from allocsites_lib import fold, livereport
-        from allocsites_lib.liveness import Timeline
-        from allocsites_lib.symbolize import Frame
+        from allocsites_lib.analyze import fold, liveview
+        from allocsites_lib.analyze.liveness import Timeline
+        from allocsites_lib.analyze.symbolize import Frame
         keys = ["early"] + ["s%d" % i for i in range(9)]
         sites, site_of, by_key = [], {}, {}
         for i, k in enumerate(keys):
@@ -592,7 +592,7 @@ class TimelineSitesTest(unittest.TestCase):
         tl = Timeline([0, 10, 20], total, by_key, None, [])
         Sweep = collections.namedtuple("Sweep", "timeline peak_time peak_bytes")
         profile = fold.Profile(sites, [], 10, 10000, 0, site_of)
-        doc = livereport.render_timeline(Sweep(tl, 10, total[1]), None,
+        doc = liveview.render_timeline(Sweep(tl, 10, total[1]), None,
                                          profile, {}, "T", "")
         self.assertIn("early a.c:1", doc)
 

@@ -9,10 +9,12 @@ import random
 import shutil
 import tempfile
 
-from allocsites_lib import commandline, options, parallel, pipeline
-from allocsites_lib.options import UsageError
-from allocsites_lib.fold import ExactEntry, Tally
-from allocsites_lib.parse import Event
+from allocsites_lib.cli import parsers, options
+from allocsites_lib.read import parallel
+from allocsites_lib.analyze import pipeline
+from allocsites_lib.cli.options import UsageError
+from allocsites_lib.analyze.fold import ExactEntry, Tally
+from allocsites_lib.read.parse import Event
 from fixtures import raw
 
 STACK = (raw(0x10, "rt_alloc"), raw(0x20, "main"))
@@ -409,7 +411,7 @@ class ReportRefusesWorkerOptionsTest(unittest.TestCase):
                      "--worker-samples"):
             with self.subTest(flag=flag):
                 with self.assertRaisesRegex(UsageError, flag):
-                    commandline.parse(["report", flag, "t"])
+                    parsers.parse(["report", flag, "t"])
 
 
 class JobsOptionTest(unittest.TestCase):
@@ -420,11 +422,11 @@ class JobsOptionTest(unittest.TestCase):
                            (["report", "--json", "x"], None),
                            (["-j", "4", "--", "prog"], 4)):
             with self.subTest(argv=argv):
-                self.assertEqual(commandline.parse(argv).jobs, jobs)
+                self.assertEqual(parsers.parse(argv).jobs, jobs)
         for bad in (["-j"], ["-j", "0"], ["--jobs=x"]):
             with self.subTest(bad=bad):
                 with self.assertRaises(UsageError):
-                    commandline.parse(["report"] + bad)
+                    parsers.parse(["report"] + bad)
 
 
 if __name__ == "__main__":

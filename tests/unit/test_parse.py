@@ -1,8 +1,8 @@
 import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
-from allocsites_lib import parse
-from allocsites_lib.parse import Event, RawFrame
+from allocsites_lib.read import parse
+from allocsites_lib.read.parse import Event, RawFrame
 
 from fixtures import APP, entry, fields, sample
 

@@ -11,7 +11,7 @@ import shutil
 import struct
 import tempfile
 
-from allocsites_lib import perfdata as pd
+from allocsites_lib.read import perfdata as pd
 
 IP, TID, TIME, ID, CPU, PERIOD, RAW = 1, 2, 4, 64, 128, 256, 1024
 IDENTIFIER = 1 << 16

@@ -5,7 +5,7 @@ import stat
 import subprocess
 import tempfile
 
-from allocsites_lib import perfrun
+from allocsites_lib.read import perfrun
 
 STATS = """\
 Aggregated stats:

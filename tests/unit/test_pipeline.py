@@ -6,11 +6,13 @@ import json
 import tempfile
 import xml.etree.ElementTree as ET
 
-from allocsites_lib import csvout, fold, jsonout, options, pipeline, table
-from allocsites_lib import elf as elfmod
-from allocsites_lib.fold import Stack, Tally
-from allocsites_lib.parse import Event, RawFrame
-from allocsites_lib.symbolize import Frame, Symbolizer
+from allocsites_lib.render import csvout, jsonout, table
+from allocsites_lib.analyze import fold, pipeline
+from allocsites_lib.cli import options
+from allocsites_lib.read import elf as elfmod
+from allocsites_lib.analyze.fold import Stack, Tally
+from allocsites_lib.read.parse import Event, RawFrame
+from allocsites_lib.analyze.symbolize import Frame, Symbolizer
 
 import fixtures
 from fixtures import exit_event, APP, FakeAddr2line, FakeElf, alloc, fake_open_elf, free, rt_tags_blob
@@ -530,7 +532,7 @@ class TagFilterTest(unittest.TestCase):
         self.assertIn("no allocation has the tag nosuch; the tags in this recording: "
                       "ast, lib_nine, tokens", report.warnings)
         self.assertEqual(report.profile.count, 2)
-        # a bad option value: the command exits 2 (cli.report)
+        # a bad option value: the command exits 2 (command.report)
         self.assertEqual(len(report.bad_options), 1)
         good = pipeline.build_report(make_tally(), options.parse(["--tag", "ast"]),
                                      symbolizer(), 0, None)

@@ -7,7 +7,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "scripts"))
-from allocsites_lib import pprofout  # noqa: E402
+from allocsites_lib.render import pprofout  # noqa: E402
 
 
 def varints(data):

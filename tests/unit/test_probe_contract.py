@@ -13,7 +13,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from allocsites_lib import elf  # noqa: E402
+from allocsites_lib.read import elf  # noqa: E402
 
 INCLUDE = os.path.join(ROOT, "include")
 RT_D = os.path.join(ROOT, "probes", "rt.d")

@@ -6,7 +6,8 @@ import unittest
 
 from fixtures import CProgram, require_toolchain, run
 
-from allocsites_lib import elf, probedefs
+from allocsites_lib.read import elf
+from allocsites_lib.record import probedefs
 
 SOURCE = r"""
 #include <stdlib.h>

@@ -7,8 +7,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import struct
 import tempfile
 
-from allocsites_lib import perfstderr, recorder
-from allocsites_lib.recorder import RecordError
+from allocsites_lib.read import perfstderr
+from allocsites_lib.record import recorder
+from allocsites_lib.record.recorder import RecordError
 
 
 class RecordCommandTest(unittest.TestCase):

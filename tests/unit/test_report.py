@@ -1,8 +1,8 @@
 import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
-from allocsites_lib import report
-from allocsites_lib.report import Report
+from allocsites_lib.analyze import report
+from allocsites_lib.analyze.report import Report
 
 from fixtures import fr
 

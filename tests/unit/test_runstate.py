@@ -7,7 +7,7 @@ import json
 import subprocess
 import tempfile
 
-from allocsites_lib import runstate
+from allocsites_lib.record import runstate
 
 
 def dead_pid():

@@ -5,8 +5,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import math
 
-from allocsites_lib import fold, pipeline
-from allocsites_lib.parse import Event
+from allocsites_lib.analyze import fold, pipeline
+from allocsites_lib.read.parse import Event
 from fixtures import alloc, raw
 
 STACK = (raw(0x10, "rt_alloc"), raw(0x20, "main"))

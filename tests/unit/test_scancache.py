@@ -7,7 +7,7 @@ import shutil
 import tempfile
 from unittest import mock
 
-from allocsites_lib import perfdata, scancache
+from allocsites_lib.read import perfdata, scancache
 from test_perfdata import ONE, TWO, lost, lost_samples, perf_data, record, sample, sample_id
 
 ST = ONE[0][1]

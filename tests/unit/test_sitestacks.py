@@ -3,9 +3,9 @@ rendering. No perf needed."""
 import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
-from allocsites_lib import jsonout, sitestacks
-from allocsites_lib.fold import Profile, Stack
-from allocsites_lib.symbolize import Frame
+from allocsites_lib.render import jsonout, sitestacks
+from allocsites_lib.analyze.fold import Profile, Stack
+from allocsites_lib.analyze.symbolize import Frame
 
 
 def fr(function, path, line):

@@ -1,9 +1,9 @@
 import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
-from allocsites_lib import symbolize
-from allocsites_lib.parse import RawFrame
-from allocsites_lib.symbolize import Frame, Symbolizer, parse_addr2line
+from allocsites_lib.analyze import symbolize
+from allocsites_lib.read.parse import RawFrame
+from allocsites_lib.analyze.symbolize import Frame, Symbolizer, parse_addr2line
 
 import fixtures
 from fixtures import APP, FakeAddr2line, FakeElf, fake_open_elf
@@ -96,7 +96,7 @@ class SymbolizerFakeTest(unittest.TestCase):
                          (Frame("f", "/src/x.c", 0x10, LIB, False),))
 
     def test_no_addr2line_is_said_as_such(self):
-        from allocsites_lib.symbolize import Addr2lineMissing
+        from allocsites_lib.analyze.symbolize import Addr2lineMissing
 
         def missing(path, addresses):
             raise Addr2lineMissing()

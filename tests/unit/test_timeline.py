@@ -1,6 +1,6 @@
 import math, os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from allocsites_lib import timeline
+from allocsites_lib.render import timeline
 
 import xml.etree.ElementTree as ET
 

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import tempfile
 
-from allocsites_lib import unwindchoice
+from allocsites_lib.record import unwindchoice
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))

@@ -1,8 +1,9 @@
 import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
-from allocsites_lib import completeness, parse
-from allocsites_lib.fold import Tally
+from allocsites_lib.analyze import completeness
+from allocsites_lib.read import parse
+from allocsites_lib.analyze.fold import Tally
 
 from fixtures import alloc, exit_event, sample
 

@@ -6,7 +6,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import select
 import time
 
-from allocsites_lib import recorder, writerwake
+from allocsites_lib.record import recorder, writerwake
 
 
 class Interval(unittest.TestCase):

@@ -35,7 +35,7 @@ perf probe, one event per probe name and binary.
 
 import re
 
-from . import elf
+from ..read import elf
 
 # The probe -> the immediate in the event's kind field. parse.py reads them
 # back; the values are part of the recording format: never renumber.

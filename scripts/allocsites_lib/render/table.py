@@ -5,8 +5,8 @@ import math
 import os
 import re
 
-from . import figures
-from .report import human_bytes, location, lost_text, share, verdict_line
+from . import ranking
+from ..analyze.report import human_bytes, location, lost_text, share, verdict_line
 
 _CTRL = re.compile("[\x00-\x1f\x7f]")
 
@@ -16,7 +16,7 @@ def render_table(report, top=20, cwd=None, sort="bytes"):
     line, when the report does not know that figure)."""
     profile = report.profile
     cwd = cwd if cwd is not None else os.getcwd()
-    sites = figures.ranked(report, sort)
+    sites = ranking.ranked(report, sort)
     # Sampled estimates are rounded and marked with "~".
     est = "~" if report.sampling else ""
     columns = _site_columns(report, est)
@@ -48,7 +48,7 @@ def render_table(report, top=20, cwd=None, sort="bytes"):
                     (", %d not shown" % more) if more > 0 else "",
                     (", ranked by %s" % RANKED_BY[sort]) if sort != "bytes"
                     else ""))
-    if figures.frees_known(report):
+    if ranking.frees_known(report):
         lines.extend(_live_lines(report.liveness, est, report.sampling))
     if report.liveness is not None and report.liveness.phases:
         lines.extend(_phase_lines(report.liveness, est))
@@ -89,14 +89,14 @@ def _site_columns(report, est):
         ("share", lambda rank, s: "%.1f%%" % share(s.bytes, profile.bytes)),
         (est + "count", lambda rank, s: "%s%.0f" % (est, s.count)),
     ]
-    if not figures.frees_known(report):
+    if not ranking.frees_known(report):
         columns.append(("avg", lambda rank, s: "%.1f" % (
             s.bytes / s.count if s.count else 0)))
         return columns
     columns.append((est + "peak", lambda rank, s: _bytes(s.peak_bytes, est)))
     columns.append((est + "leaked",
                     lambda rank, s: _bytes(s.leaked_bytes, est)))
-    if figures.temporary_known(report):
+    if ranking.temporary_known(report):
         columns.append(("temporary", lambda rank, s: _count(s.temporary)))
     return columns
 
@@ -130,7 +130,7 @@ def _live_lines(live, est, sampling=None):
         if live.scope else ""
     lines = ["peak%s: %s%.0f bytes (%s) live in %s%.0f allocations%s" % (
         of, est, live.peak_bytes, human_bytes(live.peak_bytes), est,
-        live.peak_count, ", at " + figures.time_text(live.peak_time)
+        live.peak_count, ", at " + ranking.time_text(live.peak_time)
         if live.peak_time is not None else "")]
     if sampling and sampling.get("sample_bytes") and live.peak_bytes > 0:
         # The highest of many noisy moments overshoots where the program

@@ -1,5 +1,5 @@
 """The allocsites command: record, report, or both in one go. The
-command line is commandline.py's; this module does the work."""
+command line is parsers.py's; this module does the work."""
 
 import gc
 import json
@@ -12,15 +12,17 @@ import tempfile
 # The report's modules (pipeline, fold, svg, diff, parallel) are imported
 # where a report is made, not here: `allocsites record` does not need them,
 # and their imports were a tenth of its fixed cost.
-from . import (commandline, elf, options, perfdata, perfrun, recorder, runstate,
-               scancache, writerwake, unwindchoice, completeness)
-from .parse import event_kind
-from .recorder import RecordError
-from .report import human_bytes, lost_words
+from .. import SCRIPTS_DIR
+from . import parsers, options
+from ..read import elf, perfdata, perfrun, scancache
+from ..record import recorder, runstate, writerwake, unwindchoice
+from ..analyze import completeness
+from ..read.parse import event_kind
+from ..record.recorder import RecordError
+from ..analyze.report import human_bytes, lost_words
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ENTRY_SCRIPT = os.path.join(os.path.dirname(HERE), "allocsites.py")
-USAGE = commandline.USAGE
+ENTRY_SCRIPT = os.path.join(SCRIPTS_DIR, "allocsites.py")
+USAGE = parsers.USAGE
 
 
 class Usage(Exception):
@@ -205,7 +207,7 @@ def record(opts, argv, out=sys.stderr):
     # Without the sample times where the native reader will report (they
     # are one Python int a sample: 9 GB of the record's memory at 10^8
     # allocations); the perf script workers' report scans again for them.
-    from . import native
+    from ..read import native
     try:
         scan = perfdata.scan(output, keep_times=native.reader_path(
             ENTRY_SCRIPT) is None)
@@ -387,11 +389,12 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     perf = recorder.find_perf()
     recorder.check_perf_data(data)
     read_errors = []
-    from . import limits, parallel, pipeline
-    from .fold import Tally
+    from ..read import limits, parallel
+    from ..analyze import pipeline
+    from ..analyze.fold import Tally
     cpus = parallel.cpu_count()
     before = parallel.cpu_use()
-    from . import mailbox, native
+    from ..read import mailbox, native
     # The native reader (native.py) unless it is not built or
     # ALLOCSITES_READER=perf asks for perf script's workers.
     reader = native.reader_path(ENTRY_SCRIPT) \
@@ -483,7 +486,7 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         running=running if not attached else (),
         unprobed=recorder.unprobed_code(scan.code, probed)
         if scan is not None and probed else ())
-    from .symbolize import Symbolizer
+    from ..analyze.symbolize import Symbolizer
     rep = pipeline.finish_report(
         result.tally, opts, Symbolizer(), lost, reason, os.path.abspath(data),
         result.handler_errors, result.perf_inlines, read_errors,
@@ -547,7 +550,8 @@ def run_diff(opts, out=sys.stdout):
     reported first, its table not shown), then the diff's outputs."""
     import io
     import tempfile
-    from . import diff, svg
+    from ..analyze import diff
+    from ..render import flamegraph
 
     def report_recording(path):
         with tempfile.TemporaryDirectory(prefix="allocsites-diff-") as tmp:
@@ -583,7 +587,7 @@ def run_diff(opts, out=sys.stdout):
         out.write("json: %s\n" % opts.json)
     if opts.svg:
         with open(opts.svg, "w", encoding="utf-8") as f:
-            f.write(svg.render_svg(
+            f.write(flamegraph.render_svg(
                 diff.svg_stacks(new), "bytes",
                 "allocsites diff: %s -> %s" % (opts.base, opts.new),
                 "widths: %s; red: grown, blue: shrunk" % opts.new,
@@ -594,12 +598,13 @@ def run_diff(opts, out=sys.stdout):
 
 def dispatch(argv):
     if argv[:1] in (["--version"], ["-V"]):
-        from . import __version__, jsonout
+        from .. import __version__
+        from ..render import jsonout
         sys.stdout.write("allocsites %s (JSON report version %d; perf %s)\n"
                          % (__version__, jsonout.VERSION,
                             recorder.perf_version() or "not found"))
         return 0
-    inv = commandline.parse(argv)
+    inv = parsers.parse(argv)
     if inv is None:    # allocsites --help
         sys.stdout.write(USAGE)
         return 0

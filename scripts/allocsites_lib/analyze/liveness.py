@@ -50,7 +50,7 @@ import collections
 import os
 from itertools import islice
 
-from .eventlog import (ALLOC, FREE, SAMPLE, SAMPLE_FREE, RELEASE, COMMIT,
+from ..read.eventlog import (ALLOC, FREE, SAMPLE, SAMPLE_FREE, RELEASE, COMMIT,
                        DECOMMIT, PHASE_BEGIN, PHASE_END, EXIT)
 from .fold import ExactEntry, SampledEntry
 from . import nativesweep

@@ -7,7 +7,7 @@ stacks_json gives the JSON entries."""
 
 import os
 
-from .report import location, share
+from ..analyze.report import location, share
 
 
 def _at_line(frame, site):

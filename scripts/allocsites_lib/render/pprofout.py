@@ -23,7 +23,7 @@ kinds of fields, and perf's embedded Python has no protobuf module."""
 import gzip
 import re
 
-from . import elf as elfmod
+from ..read import elf as elfmod
 
 OFFSET = re.compile(r"\+0x[0-9a-f]+$")   # a symbol+offset frame's offset
 

@@ -18,7 +18,8 @@ import subprocess
 import tempfile
 import time
 
-from . import elf, probedefs
+from ..read import elf
+from . import probedefs
 
 TRACEFS = "/sys/kernel/tracing"
 PROBE_EVENTS = ("alloc", "sample") + tuple(sorted(probedefs.KINDS))

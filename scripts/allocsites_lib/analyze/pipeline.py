@@ -8,12 +8,19 @@ import os
 import re
 import sys
 
-from . import (collapsed, completeness, csvout, elf, figures, jsonout,
-               livereport,
-               liveness, perfrun, pprofout, sitestacks, svg, table)
-from .elf import skip_patterns, tag_names
+from ..render import (folded,
+    csvout,
+    ranking,
+    jsonout,
+    pprofout,
+    sitestacks,
+    flamegraph,
+    table)
+from . import completeness, liveview, liveness
+from ..read import elf, perfrun
+from ..read.elf import skip_patterns, tag_names
 from .fold import fold
-from .options import UsageError, skip_regex
+from ..cli.options import UsageError, skip_regex
 from .report import Report
 
 
@@ -121,7 +128,7 @@ def pprof_phases(sweep, entries, live, names):
     if live is not None:
         for (ph, key), kl in sweep.by_phase_key.items():
             live_of[ph][key] = kl
-    return [(None if phase is None else livereport.phase_label(phase, names),
+    return [(None if phase is None else liveview.phase_label(phase, names),
              phase_entries, live_of[phase] if live is not None else None)
             for phase, phase_entries in sorted(
                 sweep.entries.items(),
@@ -163,7 +170,7 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     skip = "|".join(p for p in [skip_regex(opts)] +
                     ["(?:%s)" % r for r, _ in declared] if p) or None
     warnings = []
-    phase_names = livereport.phase_names(tally, symbolizer)
+    phase_names = liveview.phase_names(tally, symbolizer)
     bad_options = []   # option values that name nothing: exit status 2
     sweep, live_summary, entries, live = liveness_of(
         tally, opts, phase_names, mode, warnings, bad_options)
@@ -258,9 +265,9 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                     unwind=unwind, bad_options=tuple(bad_options))
     if sweep is not None and getattr(opts, "timeline", None):
         title = opts.title or "allocsites: live bytes over time"
-        timeline_svg = livereport.render_timeline(
+        timeline_svg = liveview.render_timeline(
             sweep, tally.log, result, phase_names, title,
-            svg.report_subtitle(report))
+            flamegraph.report_subtitle(report))
         report = report._replace(timeline=timeline_svg)
     return report
 
@@ -297,7 +304,7 @@ def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
     allocations for fold, or None for all), and live: {key: KeyLive} for
     fold (None without frees). names: {phase id: name}."""
     log = tally.log
-    has_frees = livereport.frees_recorded(tally)
+    has_frees = liveview.frees_recorded(tally)
     # phases seen at the samples (rt:phase_track): each sample's phase is
     # exact, the runs between samples are not (fold.Tally._track_phase)
     from_samples = getattr(tally, "phases_from_samples", False)
@@ -313,18 +320,18 @@ def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
     phase = "all"
     wanted = getattr(opts, "phase", None)
     if wanted:
-        phase, problem = livereport.resolve_phase(wanted, names,
+        phase, problem = liveview.resolve_phase(wanted, names,
                                                   set(sweep.phases))
         if problem:
             warnings.append(problem)
             if bad_options is not None:
                 bad_options.append(problem)
             phase = -1   # no such phase: nothing is selected
-    entries, live = livereport.selection(sweep, phase)
+    entries, live = liveview.selection(sweep, phase)
     untracked = sum(c[7] for c in tally.fired.values() if len(c) > 7)
-    warnings.extend(livereport.warnings(sweep, untracked, names,
+    warnings.extend(liveview.warnings(sweep, untracked, names,
                                         runs_known=not from_samples))
-    rows = livereport.phase_rows(sweep, names)
+    rows = liveview.phase_rows(sweep, names)
     if from_samples:
         rows = [r._replace(runs=None, left_live=None, peak=None, growth=None,
                            committed_growth=None) for r in rows]
@@ -332,7 +339,7 @@ def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
         rows = [r._replace(left_live=None, peak=None, growth=None)
                 for r in rows]
         live = None
-    summary = livereport.summary(
+    summary = liveview.summary(
         sweep, rows, None if phase == "all" else wanted, untracked, mode) \
         if has_frees else None
     return sweep, summary, entries, live
@@ -370,7 +377,7 @@ def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
     figures for (peak without frees) raises options.UsageError before
     any file is written."""
     try:
-        figures.check(report, getattr(opts, "sort", "bytes"), opts.weight)
+        ranking.check(report, getattr(opts, "sort", "bytes"), opts.weight)
     except ValueError as e:
         raise UsageError(str(e))
     written = []
@@ -397,13 +404,13 @@ def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
     if report.timeline is not None:
         save("timeline", opts.timeline, report.timeline)
     if opts.folded:
-        save("folded", opts.folded, collapsed.render_folded(report, opts.weight))
+        save("folded", opts.folded, folded.render_folded(report, opts.weight))
     if opts.svg:
         title = opts.title or "allocsites: %s by call stack" % opts.weight
-        save("svg", opts.svg, svg.render_svg(collapsed.svg_stacks(report,
+        save("svg", opts.svg, flamegraph.render_svg(folded.svg_stacks(report,
                                                                   opts.weight),
                                              opts.weight, title,
-                                             svg.report_subtitle(report)))
+                                             flamegraph.report_subtitle(report)))
     out.write(table.render_table(report, opts.top or 20, sort=opts.sort))
     if opts.stacks:
         out.write(sitestacks.render_stacks(

@@ -3,8 +3,8 @@
 import csv
 import io
 
-from .collapsed import number
-from .report import share
+from .folded import number
+from ..analyze.report import share
 
 # The liveness columns come last, so that readers of the first ten keep
 # working; their cells are empty when frees were not recorded (temporary:

@@ -14,7 +14,8 @@ import argparse
 import collections
 import os
 
-from . import options, recorder
+from . import options
+from ..record import recorder
 from .options import UsageError
 
 # The largest mean gap the header takes (RT_SAMPLE_BYTES_MAX in

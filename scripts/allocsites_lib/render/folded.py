@@ -5,14 +5,14 @@ from the outermost caller to the call site; N is the --weight: bytes,
 count, peak (bytes live at the peak), leaked (bytes live at the end) or
 temporary (allocations freed by the very next event)."""
 
-from . import figures
-from .report import frame_label
+from . import ranking
+from ..analyze.report import frame_label
 
 
 def folded_lines(report, weight="bytes"):
     """ValueError (one line) when the report does not know the weight
-    (figures.py): an empty or all-zero file would read as 'nothing'."""
-    value = figures.stack_value(report, weight)
+    (ranking.py): an empty or all-zero file would read as 'nothing'."""
+    value = ranking.stack_value(report, weight)
     out = []
     for stack in report.profile.stacks:
         n = value(stack)
@@ -25,11 +25,11 @@ def folded_lines(report, weight="bytes"):
 
 
 def svg_stacks(report, weight="bytes"):
-    """For svg.render_svg: (frames root first, count, bytes), and for the
+    """For flamegraph.render_svg: (frames root first, count, bytes), and for the
     liveness weights a fourth item, the stack's peak, leaked or temporary
     figure, so each box still shows its bytes and count beside it.
     ValueError when the report does not know the weight."""
-    value = figures.stack_value(report, weight)
+    value = ranking.stack_value(report, weight)
     if weight in ("bytes", "count"):
         return [([frame_label(f) for f in reversed(s.frames)], s.count,
                  s.bytes) for s in report.profile.stacks]

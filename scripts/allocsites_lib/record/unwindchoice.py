@@ -24,7 +24,7 @@ short, with the advice to record with --unwind dwarf.
 import bisect
 import os
 
-from . import elf as elfmod
+from ..read import elf as elfmod
 
 FP_SHARE = 0.25
 ALLOC_PROBES = ("alloc", "sample")

@@ -9,8 +9,10 @@ else "phase N".
 
 import collections
 
-from . import eventlog, liveness, timeline
-from .elf import phase_names as elf_phase_names
+from ..read import eventlog
+from . import liveness
+from ..render import timeline
+from ..read.elf import phase_names as elf_phase_names
 from .report import LiveSummary, PhaseRow, human_bytes
 
 TIMELINE_SITES = 8   # sites named on the chart; the rest are "other sites"

@@ -18,7 +18,7 @@ import os
 import re
 import subprocess
 
-from . import elf as elfmod
+from ..read import elf as elfmod
 
 # One source-level frame. line 0 = unknown. inlined: True when this frame
 # was inlined into the next one (same machine frame).

@@ -1,5 +1,5 @@
 """Memory-over-time chart: a self-contained SVG stacked-area chart of live
-bytes (stdlib only; same conventions as svg.py's flame graph).
+bytes (stdlib only; same conventions as flamegraph.py's).
 
 * Input (contract section 6): ``times`` in ns since the first event,
   ascending; ``series`` the top sites ``(label, [bytes per time])``, largest
@@ -32,8 +32,8 @@ import colorsys
 import math
 from xml.sax.saxutils import escape
 
-from .report import human_bytes
-from .svg import FONT_SIZE, _CTRL, _attr, _fit, _human_bytes, _num
+from ..analyze.report import human_bytes
+from .flamegraph import FONT_SIZE, _CTRL, _attr, _fit, _human_bytes, _num
 
 WIDTH = 1200
 LEFT = 90             # room for the byte axis labels

@@ -32,7 +32,7 @@ import json
 import re
 import zlib
 
-from .report import human_bytes, lost_text, verdict_line
+from ..analyze.report import human_bytes, lost_text, verdict_line
 
 MIN_WIDTH = 0.1       # px, like flamegraph.pl --minwidth
 XPAD = 10             # left/right padding
@@ -319,7 +319,7 @@ def render_svg(stacks, weight="bytes", title="Allocation flame graph", subtitle=
     """stacks: iterable of (frames, count, nbytes) where frames is a list/tuple of str, ROOT FIRST
     (outermost caller first, allocation site last), count and nbytes are int or float (float = estimates
     from sampling); for weight peak, leaked or temporary, (frames, count, nbytes, value) with value that
-    figure of the stack (collapsed.svg_stacks makes them). weight: one of WEIGHTS -- which value sizes
+    figure of the stack (folded.svg_stacks makes them). weight: one of WEIGHTS -- which value sizes
     the boxes.
     base_stacks: the same for a base profile: a differential flame graph
     (widths from stacks, colour by the change from base_stacks).

@@ -37,7 +37,7 @@ merge, no unpickling in between).
 import operator
 
 from . import eventlog, mailbox, parse
-from .completeness import COUNTED_AS
+from ..analyze.completeness import COUNTED_AS
 
 # Events kept before they go to the log's columns (flush()).
 FLUSH_EVERY = 1024

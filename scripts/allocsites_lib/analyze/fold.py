@@ -16,9 +16,9 @@ import collections
 import math
 import re
 
-from . import parse
+from ..read import parse
 from .completeness import COUNTED_AS
-from .eventlog import EventLog
+from ..read.eventlog import EventLog
 
 PHASE_KINDS = ("phase_begin", "phase_end")
 # rt:exit events whose counts are all this are padding (include/rt_exit.h)

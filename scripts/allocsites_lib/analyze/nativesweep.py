@@ -16,7 +16,6 @@ tests/unit/test_liveness.py holds the two sweeps equal on every case
 and on random logs.
 """
 
-import os
 import subprocess
 
 
@@ -26,10 +25,9 @@ class SweepError(Exception):
 
 def program_path(build=None):
     """The built allocsites-sweep (native.built_program), or None."""
-    from .native import built_program
-    return built_program(
-        "allocsites-sweep",
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), build)
+    from .. import SCRIPTS_DIR
+    from ..read.native import built_program
+    return built_program("allocsites-sweep", SCRIPTS_DIR, build)
 
 
 class Plan:
