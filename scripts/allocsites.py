@@ -162,16 +162,16 @@ class Run:
                                  else None)
             return INTERRUPTED if self.interrupted else 0
         perf_said = self.stderr.finish() if self.stderr else []
-        from allocsites_lib.analyze import pipeline
+        from allocsites_lib import pipeline
         from allocsites_lib.analyze.symbolize import Symbolizer
-        data = pipeline.data_path(self.perf_argv)
+        data = perfrun.data_path(self.perf_argv)
         lost, reason, tail_cut, unwind = recording_loss(data)
-        report = pipeline.finish_report(
+        report = pipeline.report(
             self.tally, self.opts, Symbolizer(), lost, reason, data,
-            self.handler_errors, self.perf_inlines,
+            handler_errors=self.handler_errors,
+            perf_inlines=self.perf_inlines,
             read_errors=perfstderr.read_errors(perf_said),
             interrupted=self.interrupted, tail_cut=tail_cut, unwind=unwind)
-        pipeline.write_outputs(report, self.opts)
         if self.interrupted:
             return INTERRUPTED
         if report.bad_options:   # a --tag or --phase that names nothing

@@ -557,14 +557,14 @@ class PhaseBandsTest(unittest.TestCase):
     only each thread's outermost runs had one)."""
 
     def test_nested_runs_have_bands(self):
-        from allocsites_lib.analyze import liveview
+        from allocsites_lib.render import timeline_series
         from allocsites_lib.read.eventlog import EventLog
         log = EventLog()
         for kind, t, phase in (("phase_begin", 100, 1), ("phase_begin", 200, 2),
                                ("phase_end", 300, 2), ("phase_end", 400, 1),
                                ("phase_begin", 500, 3)):   # open at the end
             log.append(kind, t, 1, 1, phase, 0)
-        bands = liveview.phase_bands(log, {1: "outer", 2: "inner",
+        bands = timeline_series.phase_bands(log, {1: "outer", 2: "inner",
                                              3: "last"}, 0, 1000)
         self.assertEqual(bands, [("outer", 100, 400), ("inner", 200, 300),
                                  ("last", 500, 1000)])
@@ -576,7 +576,8 @@ class TimelineSitesTest(unittest.TestCase):
         # sites hold the peak: early is shown, not folded into "other
         # sites" (issue 23, item 4)
         import collections
-        from allocsites_lib.analyze import fold, liveview
+        from allocsites_lib.analyze import fold
+        from allocsites_lib.render import timeline_series
         from allocsites_lib.analyze.liveness import Timeline
         from allocsites_lib.analyze.symbolize import Frame
         keys = ["early"] + ["s%d" % i for i in range(9)]
@@ -592,7 +593,7 @@ class TimelineSitesTest(unittest.TestCase):
         tl = Timeline([0, 10, 20], total, by_key, None, [])
         Sweep = collections.namedtuple("Sweep", "timeline peak_time peak_bytes")
         profile = fold.Profile(sites, [], 10, 10000, 0, site_of)
-        doc = liveview.render_timeline(Sweep(tl, 10, total[1]), None,
+        doc = timeline_series.render_timeline(Sweep(tl, 10, total[1]), None,
                                          profile, {}, "T", "")
         self.assertIn("early a.c:1", doc)
 

@@ -11,7 +11,7 @@ import tempfile
 
 from allocsites_lib.cli import parsers, options
 from allocsites_lib.read import parallel
-from allocsites_lib.analyze import pipeline
+from allocsites_lib.analyze import assemble
 from allocsites_lib.cli.options import UsageError
 from allocsites_lib.analyze.fold import ExactEntry, Tally
 from allocsites_lib.read.parse import Event
@@ -394,12 +394,12 @@ class ReadErrorsInReportTest(unittest.TestCase):
     def test_each_becomes_a_warning(self):
         from test_pipeline import make_tally, symbolizer
         opts = options.parse([])
-        report = pipeline.build_report(
+        report = assemble.build_report(
             make_tally(), opts, symbolizer(), 0, None,
             read_errors=["perf script worker 2 of 2 exited with status 255"])
         self.assertIn("not read: perf script worker 2 of 2 exited with "
                       "status 255", report.warnings)
-        clean = pipeline.build_report(make_tally(), opts, symbolizer(), 0,
+        clean = assemble.build_report(make_tally(), opts, symbolizer(), 0,
                                       None)
         self.assertEqual(len(report.warnings), len(clean.warnings) + 1)
 

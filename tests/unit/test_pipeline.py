@@ -7,7 +7,8 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 from allocsites_lib.render import csvout, jsonout, table
-from allocsites_lib.analyze import fold, pipeline
+from allocsites_lib.analyze import assemble, fold, stale, wrappers
+from allocsites_lib.render import outputs
 from allocsites_lib.cli import options
 from allocsites_lib.read import elf as elfmod
 from allocsites_lib.analyze.fold import Stack, Tally
@@ -67,13 +68,13 @@ class CollectTagNamesTest(unittest.TestCase):
     def test_leaf_dso_wins(self):
         t = Tally()
         t.add(alloc([PROBE, ROOT], 1))
-        self.assertEqual(pipeline.collect_tag_names(t, symbolizer()),
+        self.assertEqual(assemble.collect_tag_names(t, symbolizer()),
                          {1: "ast", 2: "tokens", 9: "lib_nine"})
 
     def test_leaf_in_library_wins(self):
         t = Tally()
         t.add(alloc([RawFrame(LIB, 0x500, "lib_alloc", 0, None), PARSE], 1))
-        self.assertEqual(pipeline.collect_tag_names(t, symbolizer()),
+        self.assertEqual(assemble.collect_tag_names(t, symbolizer()),
                          {1: "lib_one", 2: "tokens", 9: "lib_nine"})
 
     def test_leaf_wins_in_sampled_mode_too(self):
@@ -86,21 +87,21 @@ class CollectTagNamesTest(unittest.TestCase):
             with self.subTest(leaf=stack[0].dso):
                 t = Tally()
                 t.add(Event("sample", 1, 1, 64, 1, 4096, stack, 0x10))
-                self.assertEqual(pipeline.collect_tag_names(t, symbolizer()),
+                self.assertEqual(assemble.collect_tag_names(t, symbolizer()),
                                  want)
 
     def test_unreadable_dso_ignored(self):
         t = Tally()
         t.add(alloc([RawFrame(GONE, 0x10, "f", 0, None)], 1))
-        self.assertEqual(pipeline.collect_tag_names(t, symbolizer()), {})
+        self.assertEqual(assemble.collect_tag_names(t, symbolizer()), {})
 
     def test_empty_tally(self):
-        self.assertEqual(pipeline.collect_tag_names(Tally(), symbolizer()), {})
+        self.assertEqual(assemble.collect_tag_names(Tally(), symbolizer()), {})
 
 
 class BuildReportTest(unittest.TestCase):
     def build(self, argv=("--skip", "^xmalloc$"), lost=0, reason=None):
-        return pipeline.build_report(make_tally(), options.parse(list(argv)),
+        return assemble.build_report(make_tally(), options.parse(list(argv)),
                                      symbolizer(), lost, reason)
 
     def test_sites(self):
@@ -134,7 +135,7 @@ class BuildReportTest(unittest.TestCase):
     def test_no_warnings_when_clean(self):
         t = Tally()
         t.add(alloc([PROBE, PARSE, MAIN10, RawFrame(APP, 0x4000, "_start", 0x25, None)], 4))
-        r = pipeline.build_report(t, options.parse([]), symbolizer(), 0, None)
+        r = assemble.build_report(t, options.parse([]), symbolizer(), 0, None)
         self.assertEqual(r.warnings, [])
         self.assertEqual(r.profile.truncated, 0)
 
@@ -147,7 +148,7 @@ class BuildReportTest(unittest.TestCase):
         f = free(4)._replace(tid=7, time=200, ptr=0x10)
         for e in (a, a, f, f, f):
             t.add(e)
-        r = pipeline.build_report(t, options.parse([]), symbolizer(), 0, None)
+        r = assemble.build_report(t, options.parse([]), symbolizer(), 0, None)
         self.assertEqual(r.warnings, [])
         self.assertEqual((r.duplicates, r.duplicates_by_kind, r.events),
                          (3, {"alloc": 1, "free": 2}, {"alloc": 1, "free": 1}))
@@ -175,7 +176,7 @@ class BuildReportTest(unittest.TestCase):
     def test_one_addr2line_run_per_dso(self):
         a2l = FakeAddr2line(ANSWERS)
         sym = Symbolizer(a2l, fake_open_elf({APP: FakeElf(), LIB: FakeElf()}))
-        pipeline.build_report(make_tally(), options.parse([]), sym, 0, None)
+        assemble.build_report(make_tally(), options.parse([]), sym, 0, None)
         self.assertEqual(sorted(p for p, _ in a2l.calls), [APP, LIB])
 
 
@@ -188,9 +189,9 @@ class WriteOutputsTest(unittest.TestCase):
 
     def run_outputs(self, argv, lost=0, reason=None):
         opts = options.parse(argv)
-        report = pipeline.build_report(make_tally(), opts, symbolizer(), lost, reason)
+        report = assemble.build_report(make_tally(), opts, symbolizer(), lost, reason)
         out, err = io.StringIO(), io.StringIO()
-        written = pipeline.write_outputs(report, opts, out, err)
+        written = outputs.write_outputs(report, opts, out, err)
         return report, written, out.getvalue(), err.getvalue()
 
     def all_files(self, extra=()):
@@ -297,7 +298,7 @@ class WriteOutputsTest(unittest.TestCase):
                              "not exit normally, or was built with an older "
                              "rt_probes.h))")):
             t.fired = {1: list(fired)} if fired else {}
-            report = pipeline.build_report(t, options.parse([]), symbolizer(), 0, None)
+            report = assemble.build_report(t, options.parse([]), symbolizer(), 0, None)
             self.assertIs(report.verdict.complete, complete)
             self.assertEqual(table.render_table(report).splitlines()[-1], line)
 
@@ -305,11 +306,11 @@ class WriteOutputsTest(unittest.TestCase):
         t = make_tally()
         t.add(exit_event(8, 2))
         t.malformed = 0
-        report = pipeline.build_report(t, options.parse([]), symbolizer(), 0, None,
+        report = assemble.build_report(t, options.parse([]), symbolizer(), 0, None,
                                        read_errors=["failed to process type: 81"])
         self.assertEqual(report.verdict.reason, "perf could not read the whole recording: "
                                                 "failed to process type: 81")
-        report = pipeline.build_report(t, options.parse([]), symbolizer(), 0, None,
+        report = assemble.build_report(t, options.parse([]), symbolizer(), 0, None,
                                        interrupted=True)
         self.assertIs(report.verdict.complete, False)
 
@@ -331,9 +332,9 @@ class WriteOutputsTest(unittest.TestCase):
         t.add(alloc([PROBE, PARSE, MAIN10, RawFrame(APP, 0x4000, "_start", 0x25, None)], 4))
         t.add(exit_event(1))
         opts = options.parse([])
-        report = pipeline.build_report(t, opts, symbolizer(), 0, None)
+        report = assemble.build_report(t, opts, symbolizer(), 0, None)
         out, err = io.StringIO(), io.StringIO()
-        pipeline.write_outputs(report, opts, out, err)
+        outputs.write_outputs(report, opts, out, err)
         self.assertEqual(err.getvalue(), "")
         self.assertIn("total: 4 bytes (4 B) in 1 allocations at 1 site\n", out.getvalue())
 
@@ -357,7 +358,7 @@ class WrapperSuspectsTest(unittest.TestCase):
                             0)
 
     def test_flagged(self):
-        [(site, n, chain)] = pipeline.wrapper_suspects(self.profile(10, 0.5))
+        [(site, n, chain)] = wrappers.wrapper_suspects(self.profile(10, 0.5))
         self.assertEqual((site.frame.function, n, chain),
                          ("xmalloc", 10, ["xmalloc"]))
 
@@ -374,24 +375,24 @@ class WrapperSuspectsTest(unittest.TestCase):
         return fold.Profile([site], stacks, callers, 100 * callers, 0)
 
     def test_a_chain_of_wrappers_is_one_skip_line(self):
-        [(site, n, chain)] = pipeline.wrapper_suspects(self.chain_profile(18))
+        [(site, n, chain)] = wrappers.wrapper_suspects(self.chain_profile(18))
         self.assertEqual((n, chain),
                          (10, ["xmalloc"] + ["w%d" % i for i in range(1, 18)]))
         self.assertEqual(
-            pipeline.wrapper_advice(site, n, chain[:3]),
+            wrappers.wrapper_advice(site, n, chain[:3]),
             "xmalloc is reached only through w1 -> w2, which is reached from "
             "10 different functions: if these 3 wrap the allocator, --skip "
             "'^(xmalloc|w1|w2)$' charges their callers (or declare them once "
             "with RT_SKIP in the source)")
         # a chain that ends in few callers, or at main, is no wrapper chain
-        self.assertEqual(pipeline.wrapper_suspects(self.chain_profile(3, 4)),
+        self.assertEqual(wrappers.wrapper_suspects(self.chain_profile(3, 4)),
                          [])
-        self.assertEqual(pipeline.wrapper_suspects(
+        self.assertEqual(wrappers.wrapper_suspects(
             self.chain_profile(3, 1)), [])
 
     def test_few_callers_or_small_share_not_flagged(self):
-        self.assertEqual(pipeline.wrapper_suspects(self.profile(7, 0.9)), [])
-        self.assertEqual(pipeline.wrapper_suspects(self.profile(20, 0.1)), [])
+        self.assertEqual(wrappers.wrapper_suspects(self.profile(7, 0.9)), [])
+        self.assertEqual(wrappers.wrapper_suspects(self.profile(20, 0.1)), [])
 
 
 class StaleBinariesTest(unittest.TestCase):
@@ -406,7 +407,7 @@ class StaleBinariesTest(unittest.TestCase):
             os.utime(paths["data"], (2000, 2000))
             os.utime(paths["new"], (3000, 3000))
             missing = os.path.join(tmp, "gone")
-            self.assertEqual(pipeline.stale_binaries(
+            self.assertEqual(stale.stale_binaries(
                 [paths["old"], paths["new"], missing], paths["data"]),
                 [paths["new"]])
 
@@ -420,16 +421,16 @@ class StaleBinariesTest(unittest.TestCase):
             data = os.path.join(tmp, "data")
             open(data, "w").close()
             os.utime(data, (1, 1))        # older than /bin/sh
-            self.assertEqual(pipeline.stale_binaries([sh], data), [sh])
-            self.assertEqual(pipeline.stale_binaries(
+            self.assertEqual(stale.stale_binaries([sh], data), [sh])
+            self.assertEqual(stale.stale_binaries(
                 [sh], data, {sh: {real}}), [])
             os.utime(data, None)          # newer than /bin/sh
-            self.assertEqual(pipeline.stale_binaries([sh], data), [])
-            self.assertEqual(pipeline.stale_binaries(
+            self.assertEqual(stale.stale_binaries([sh], data), [])
+            self.assertEqual(stale.stale_binaries(
                 [sh], data, {sh: {"00" * 20}}), [sh])
 
     def test_missing_data_file_names_nothing(self):
-        self.assertEqual(pipeline.stale_binaries(["/bin/sh"], "/no/such.data"), [])
+        self.assertEqual(stale.stale_binaries(["/bin/sh"], "/no/such.data"), [])
 
 
 class RealBinaryPipelineTest(unittest.TestCase):
@@ -481,10 +482,10 @@ class RealBinaryPipelineTest(unittest.TestCase):
         for kind, path in paths.items():
             argv += ["--" + kind, path]
         opts = options.parse(argv)
-        report = pipeline.build_report(self.tally(prog, to_perf_address), opts, Symbolizer(),
+        report = assemble.build_report(self.tally(prog, to_perf_address), opts, Symbolizer(),
                                        0, None)
         out, err = io.StringIO(), io.StringIO()
-        written = pipeline.write_outputs(report, opts, out, err)
+        written = outputs.write_outputs(report, opts, out, err)
         self.assertEqual([k for k, _ in written], ["json", "csv", "folded", "svg"])
 
         helper, caller = prog.line("HELPER_CALL"), prog.line("CALLER_CALL")
@@ -527,19 +528,19 @@ class RealBinaryPipelineTest(unittest.TestCase):
 
 class TagFilterTest(unittest.TestCase):
     def test_a_tag_that_matches_nothing_is_named_with_the_tags_present(self):
-        report = pipeline.build_report(make_tally(), options.parse(["--tag", "ast,nosuch"]),
+        report = assemble.build_report(make_tally(), options.parse(["--tag", "ast,nosuch"]),
                                        symbolizer(), 0, None)
         self.assertIn("no allocation has the tag nosuch; the tags in this recording: "
                       "ast, lib_nine, tokens", report.warnings)
         self.assertEqual(report.profile.count, 2)
         # a bad option value: the command exits 2 (command.report)
         self.assertEqual(len(report.bad_options), 1)
-        good = pipeline.build_report(make_tally(), options.parse(["--tag", "ast"]),
+        good = assemble.build_report(make_tally(), options.parse(["--tag", "ast"]),
                                      symbolizer(), 0, None)
         self.assertEqual(good.bad_options, ())
 
     def test_tags_match_by_name_or_number(self):
-        report = pipeline.build_report(make_tally(), options.parse(["--tag", "1,tokens"]),
+        report = assemble.build_report(make_tally(), options.parse(["--tag", "1,tokens"]),
                                        symbolizer(), 0, None)
         self.assertFalse([w for w in report.warnings if "no allocation" in w])
 

@@ -5,7 +5,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import math
 
-from allocsites_lib.analyze import fold, pipeline
+from allocsites_lib.analyze import assemble, fold
 from allocsites_lib.read.parse import Event
 from fixtures import alloc, raw
 
@@ -29,7 +29,7 @@ class SampleRate(unittest.TestCase):
         t = fold.Tally()
         for e in events:
             t.add(e)
-        return pipeline.sample_rate(t)
+        return assemble.sample_rate(t)
 
     def test_rate_from_the_events_not_the_weights(self):
         # R = 1, ten 64-byte blocks: the weights' gcd says 64.

@@ -238,7 +238,12 @@ class _Sweep:
     # ------------------------------------------------------------ the loop
 
     def run(self, stop):
-        """Replays the first `stop` events (once per _Sweep)."""
+        """Replays the first `stop` events (once per _Sweep).
+
+        One long loop on purpose, as hotpath.handler: the sweep's state
+        lives in locals while it runs (an attribute per update would cost
+        about twice as much, docs/design.md, "Measurements behind the
+        design"); the rare kinds (release, phases, exit) are methods."""
         plan = self.plan
         sampled = self.sampled
         if sampled:

@@ -19,7 +19,7 @@ from ..record import recorder, runstate, writerwake, unwindchoice
 from ..analyze import completeness
 from ..read.parse import event_kind
 from ..record.recorder import RecordError
-from ..analyze.report import human_bytes, lost_words
+from ..render.text import human_bytes, lost_words
 
 ENTRY_SCRIPT = os.path.join(SCRIPTS_DIR, "allocsites.py")
 USAGE = parsers.USAGE
@@ -390,7 +390,7 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     recorder.check_perf_data(data)
     read_errors = []
     from ..read import limits, parallel
-    from ..analyze import pipeline
+    from .. import pipeline
     from ..analyze.fold import Tally
     cpus = parallel.cpu_count()
     before = parallel.cpu_use()
@@ -487,9 +487,10 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         unprobed=recorder.unprobed_code(scan.code, probed)
         if scan is not None and probed else ())
     from ..analyze.symbolize import Symbolizer
-    rep = pipeline.finish_report(
+    rep = pipeline.report(
         result.tally, opts, Symbolizer(), lost, reason, os.path.abspath(data),
-        result.handler_errors, result.perf_inlines, read_errors,
+        out=stdout, err=err, handler_errors=result.handler_errors,
+        perf_inlines=result.perf_inlines, read_errors=read_errors,
         build_ids=dict(scan.build_ids if scan is not None else {},
                        **probed),
         attached=attached,
@@ -497,7 +498,6 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         unwind=scan.unwind if scan is not None else None, unseen=unseen,
         still_running=bool(attached and running),
         stopped=scan.stopped if scan is not None else None)
-    pipeline.write_outputs(rep, opts, out=stdout, err=err)
     if rep.bad_options:   # a --tag or --phase that names nothing
         return 2
     return INCOMPLETE if rep.verdict.complete is False else 0

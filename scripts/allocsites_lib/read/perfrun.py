@@ -136,3 +136,9 @@ def lost_from_stats(text):
     if lost == 0 and records > 0:
         return None, "%d PERF_RECORD_LOST records without a count" % records
     return lost, None
+
+
+def data_path(perf_argv):
+    """The perf.data perf script reads (from perf's argv), absolute, or '-'."""
+    path = input_path(perf_argv)
+    return path if path == "-" else os.path.abspath(path)

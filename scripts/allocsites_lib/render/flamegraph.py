@@ -32,7 +32,7 @@ import json
 import re
 import zlib
 
-from ..analyze.report import human_bytes, lost_text, verdict_line
+from .text import human_bytes, lost_text, verdict_line
 
 MIN_WIDTH = 0.1       # px, like flamegraph.pl --minwidth
 XPAD = 10             # left/right padding

@@ -8,7 +8,7 @@ import math
 import types
 
 from . import sitestacks
-from ..analyze.report import share, verdict
+from .text import share, verdict
 
 VERSION = 2
 

@@ -7,7 +7,7 @@ stacks_json gives the JSON entries."""
 
 import os
 
-from ..analyze.report import location, share
+from .text import location, share
 
 
 def _at_line(frame, site):

@@ -6,7 +6,7 @@ import os
 import re
 
 from . import ranking
-from ..analyze.report import human_bytes, location, lost_text, share, verdict_line
+from .text import human_bytes, location, lost_text, share, verdict_line
 
 _CTRL = re.compile("[\x00-\x1f\x7f]")
 

@@ -32,7 +32,7 @@ import colorsys
 import math
 from xml.sax.saxutils import escape
 
-from ..analyze.report import human_bytes
+from .text import human_bytes
 from .flamegraph import FONT_SIZE, _CTRL, _attr, _fit, _human_bytes, _num
 
 WIDTH = 1200

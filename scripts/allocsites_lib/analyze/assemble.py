@@ -1,27 +1,22 @@
-"""Wires the stages: Tally -> fold -> Report -> output files.
+"""The Report from a Tally: fold, liveness, the verdict, the warnings, and
+the encoded extras (pprof, timeline) a report carries.
 
-Used by the perf entry script (scripts/allocsites.py) at trace_end; kept
-out of it so it can be run on a hand-made Tally in tests."""
+Used through pipeline.py by the perf entry script (scripts/allocsites.py)
+at trace_end and by `allocsites report`; runs on a hand-made Tally in
+tests."""
 
 import collections
 import os
-import re
-import sys
 
-from ..render import (folded,
-    csvout,
-    ranking,
-    jsonout,
-    pprofout,
-    sitestacks,
-    flamegraph,
-    table)
+from ..render import flamegraph, pprofout, timeline_series
 from . import completeness, liveview, liveness
-from ..read import elf, perfrun
-from ..read.elf import skip_patterns, tag_names
+
+from ..read.elf import tag_names
 from .fold import fold
-from ..cli.options import UsageError, skip_regex
+from ..cli.options import skip_regex
 from .report import Report
+from .stale import stale_binaries
+from .wrappers import declared_skips, wrapper_advice, wrapper_suspects
 
 
 def collect_tag_names(tally, symbolizer):
@@ -34,88 +29,6 @@ def collect_tag_names(tally, symbolizer):
         if image is not None:
             names.update(tag_names(image))
     return names
-
-
-def declared_skips(tally, symbolizer):
-    """[(regex, dso)] the recorded binaries declare with RT_SKIP, each
-    regex once, in DSO order; unusable ones are left out (warned)."""
-    out, seen = [], set()
-    for dso in sorted(tally.dsos()):
-        image = symbolizer.elf(dso)
-        if image is None:
-            continue
-        for regex in skip_patterns(image):
-            if regex in seen:
-                continue
-            seen.add(regex)
-            try:
-                re.compile(regex)
-            except re.error:
-                symbolizer.warnings.append(
-                    "RT_SKIP(%r) in %s is not a valid regular expression: "
-                    "ignored" % (regex, dso))
-                continue
-            out.append((regex, dso))
-    return out
-
-
-# A site with at least this share of all bytes, called from at least this
-# many functions, gets the --skip suggestion.
-WRAPPER_SHARE = 0.2
-WRAPPER_CALLERS = 8
-WRAPPER_CHAIN = 32   # at most this many single-caller wrappers deep
-
-
-def wrapper_suspects(profile, min_callers=WRAPPER_CALLERS,
-                     min_share=WRAPPER_SHARE, max_chain=WRAPPER_CHAIN):
-    """Sites that look like wrappers around the allocator: a large share
-    of the bytes, reached from many different calling functions (Lua's
-    luaM_malloc_ carried 99% of an interpreter's allocations), directly
-    or through a chain of functions each called from one function only (a
-    database engine's memory layer: 18 wrappers deep). -> [(site, number
-    of callers, [the chain's functions, the site's first])]."""
-    by_site = collections.defaultdict(list)
-    for stack in profile.stacks:
-        if stack.frames:
-            f = stack.frames[0]
-            by_site[(f.function, f.file, f.line)].append(stack)
-    out = []
-    for site in profile.sites[:3]:
-        if not profile.bytes or site.bytes < min_share * profile.bytes:
-            continue
-        stacks = by_site.get((site.frame.function, site.frame.file,
-                              site.frame.line), ())
-        chain = [site.frame.function]
-        for depth in range(1, max_chain + 1):
-            callers = {s.frames[depth].function for s in stacks
-                       if len(s.frames) > depth}
-            if len(callers) >= min_callers:
-                out.append((site, len(callers), chain))
-                break
-            if len(callers) != 1 or any(len(s.frames) <= depth
-                                        for s in stacks):
-                break   # a few callers, or a stack that ends here
-            caller = next(iter(callers))
-            if caller in chain:
-                break   # recursion is no wrapper chain
-            chain.append(caller)
-    return out
-
-
-def wrapper_advice(site, callers, chain):
-    """The warning for a wrapper_suspects row: one --skip line to paste."""
-    if len(chain) == 1:
-        return ("%s is reached from %d different functions: if it is a "
-                "wrapper around the allocator, --skip '^%s$' charges its "
-                "callers (or declare it once with RT_SKIP in the source)"
-                % (site.frame.function, callers,
-                   re.escape(site.frame.function)))
-    return ("%s is reached only through %s, which is reached from %d "
-            "different functions: if these %d wrap the allocator, --skip "
-            "'^(%s)$' charges their callers (or declare them once with "
-            "RT_SKIP in the source)"
-            % (chain[0], " -> ".join(chain[1:]), callers, len(chain),
-               "|".join(re.escape(f) for f in chain)))
 
 
 def pprof_phases(sweep, entries, live, names):
@@ -183,6 +96,51 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                         "callers are charged" % (os.path.basename(dso), regex))
     for site, n, chain in wrapper_suspects(result):
         warnings.append(wrapper_advice(site, n, chain))
+    sampling = _more_warnings(tally, opts, names, tags, mode, result,
+                              unwind, data, build_ids, read_errors,
+                              warnings, bad_options)
+    filters = {"tag": opts.tag, "min_size": opts.min_size,
+               "depth": opts.depth, "top": opts.top, "skip": opts.skip,
+               # RT_SKIP's, in effect as --skip is (appended to the contract)
+               "skip_declared": [r for r, _ in declared]}
+    check = completeness.verdict(tally.received, tally.fired, lost,
+                                 lost_reason, read_errors, tally.malformed,
+                                 interrupted, attached, tail_cut, unseen,
+                                 still_running, stopped)
+    if attached:
+        warnings.append("recorded by attaching to a running process: its "
+                        "allocations before the attach, and the frees of "
+                        "those, are not in this profile")
+    pprof = None
+    if getattr(opts, "pprof", None):
+        pprof = pprofout.encode(
+            tally, symbolizer, names, mode,
+            sampling["sample_bytes"] if sampling else 0, tags,
+            entries=entries, live=live, skip=skip,
+            phased=pprof_phases(sweep, entries, live, phase_names),
+            **recording_span(tally, data))
+    report = Report(mode=mode, profile=result, events=dict(tally.events),
+                    malformed=tally.malformed, lost=lost,
+                    lost_reason=lost_reason, frees=tuple(tally.frees),
+                    filters=filters, warnings=warnings, sampling=sampling,
+                    duplicates=tally.duplicates, verdict=check, pprof=pprof,
+                    liveness=live_summary,
+                    duplicates_by_kind=dict(tally.duplicate_kinds),
+                    unwind=unwind, bad_options=tuple(bad_options))
+    if sweep is not None and getattr(opts, "timeline", None):
+        title = opts.title or "allocsites: live bytes over time"
+        timeline_svg = timeline_series.render_timeline(
+            sweep, tally.log, result, phase_names, title,
+            flamegraph.report_subtitle(report))
+        report = report._replace(timeline=timeline_svg)
+    return report
+
+
+def _more_warnings(tally, opts, names, tags, mode, result, unwind, data,
+                   build_ids, read_errors, warnings, bad_options):
+    """build_report's warnings about the options, the sampling, the stacks
+    and the binaries, appended to warnings (and bad_options); returns the
+    report's sampling ({samples, sample_bytes}, or None in exact mode)."""
     if tags is not None:
         present = {label for _, tag in tally.entries(mode)
                    for label in (str(tag), names.get(tag))}
@@ -235,41 +193,7 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                         "arguments?)" % tally.malformed)
     for line in read_errors or ():
         warnings.append("not read: %s" % line)
-    filters = {"tag": opts.tag, "min_size": opts.min_size,
-               "depth": opts.depth, "top": opts.top, "skip": opts.skip,
-               # RT_SKIP's, in effect as --skip is (appended to the contract)
-               "skip_declared": [r for r, _ in declared]}
-    check = completeness.verdict(tally.received, tally.fired, lost,
-                                 lost_reason, read_errors, tally.malformed,
-                                 interrupted, attached, tail_cut, unseen,
-                                 still_running, stopped)
-    if attached:
-        warnings.append("recorded by attaching to a running process: its "
-                        "allocations before the attach, and the frees of "
-                        "those, are not in this profile")
-    pprof = None
-    if getattr(opts, "pprof", None):
-        pprof = pprofout.encode(
-            tally, symbolizer, names, mode,
-            sampling["sample_bytes"] if sampling else 0, tags,
-            entries=entries, live=live, skip=skip,
-            phased=pprof_phases(sweep, entries, live, phase_names),
-            **recording_span(tally, data))
-    report = Report(mode=mode, profile=result, events=dict(tally.events),
-                    malformed=tally.malformed, lost=lost,
-                    lost_reason=lost_reason, frees=tuple(tally.frees),
-                    filters=filters, warnings=warnings, sampling=sampling,
-                    duplicates=tally.duplicates, verdict=check, pprof=pprof,
-                    liveness=live_summary,
-                    duplicates_by_kind=dict(tally.duplicate_kinds),
-                    unwind=unwind, bad_options=tuple(bad_options))
-    if sweep is not None and getattr(opts, "timeline", None):
-        title = opts.title or "allocsites: live bytes over time"
-        timeline_svg = liveview.render_timeline(
-            sweep, tally.log, result, phase_names, title,
-            flamegraph.report_subtitle(report))
-        report = report._replace(timeline=timeline_svg)
-    return report
+    return sampling
 
 
 def selected_liveness(summary, profile, opts):
@@ -369,98 +293,6 @@ def finish_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     if not tally.events:
         report.warnings.append("no sdt_rt events in this recording")
     return report
-
-
-def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
-    """Table to `out`, files as asked, warnings to `err`. Returns the list
-    of (kind, path) written. A --sort or --weight this report has no
-    figures for (peak without frees) raises options.UsageError before
-    any file is written."""
-    try:
-        ranking.check(report, getattr(opts, "sort", "bytes"), opts.weight)
-    except ValueError as e:
-        raise UsageError(str(e))
-    written = []
-
-    def save(kind, path, text):
-        """text: a string, or its pieces (written one at a time)."""
-        with open(path, "w", encoding="utf-8") as f:
-            if isinstance(text, str):
-                f.write(text)
-            else:
-                for piece in text:
-                    f.write(piece)
-        written.append((kind, path))
-
-    if opts.json:
-        save("json", opts.json, jsonout.iter_json(report, opts.top,
-                                                  opts.stacks))
-    if opts.csv:
-        save("csv", opts.csv, csvout.render_csv(report, opts.top))
-    if report.pprof is not None:
-        with open(opts.pprof, "wb") as f:
-            f.write(report.pprof)
-        written.append(("pprof", opts.pprof))
-    if report.timeline is not None:
-        save("timeline", opts.timeline, report.timeline)
-    if opts.folded:
-        save("folded", opts.folded, folded.render_folded(report, opts.weight))
-    if opts.svg:
-        title = opts.title or "allocsites: %s by call stack" % opts.weight
-        save("svg", opts.svg, flamegraph.render_svg(folded.svg_stacks(report,
-                                                                  opts.weight),
-                                             opts.weight, title,
-                                             flamegraph.report_subtitle(report)))
-    out.write(table.render_table(report, opts.top or 20, sort=opts.sort))
-    if opts.stacks:
-        out.write(sitestacks.render_stacks(
-            report.profile, opts.stacks, opts.top or 10,
-            "~" if report.sampling else ""))
-    for kind, path in written:
-        out.write("%s: %s\n" % (kind, path))
-    for w in report.warnings:
-        err.write("allocsites: warning: %s\n" % w)
-    check = report.verdict
-    if check is not None and check.complete is False:
-        err.write("allocsites: warning: this profile is incomplete (%s); "
-                  "counts and bytes are lower bounds\n" % check.reason)
-    elif check is not None and check.complete is None:
-        err.write("allocsites: warning: completeness not checked: %s\n"
-                  % check.reason)
-    return written
-
-
-def data_path(perf_argv):
-    """The perf.data perf script reads (from perf's argv), absolute, or '-'."""
-    path = perfrun.input_path(perf_argv)
-    return path if path == "-" else os.path.abspath(path)
-
-
-def stale_binaries(dsos, data, build_ids=None):
-    """DSOs that are no longer what was recorded: their addresses no
-    longer match the file, so their lines would be wrong. By build-id
-    where the recording has one for the DSO (FILE.buildids, written by
-    allocsites record, or MMAP2 records of perf record --buildid-mmap);
-    else by modification time (later than the recording's), which misses
-    a rebuilt binary copied with its old time (cp -p, rsync -a)."""
-    build_ids = build_ids or {}
-    try:
-        recorded = os.path.getmtime(data) if data else None
-    except OSError:
-        recorded = None
-    stale = []
-    for dso in sorted(dsos):
-        try:
-            if dso in build_ids:
-                image = elf.open_elf(dso)
-                if image is not None and \
-                        elf.build_id(image) not in build_ids[dso]:
-                    stale.append(dso)
-            elif recorded is not None and os.path.getmtime(dso) > recorded:
-                stale.append(dso)
-        except OSError:
-            pass
-    return stale
 
 
 def sample_rate(tally):

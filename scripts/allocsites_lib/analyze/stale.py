@@ -1,0 +1,33 @@
+"""Binaries rebuilt since the recording: their addresses no longer match,
+so their lines would be wrong."""
+
+import os
+
+from ..read import elf
+
+
+def stale_binaries(dsos, data, build_ids=None):
+    """DSOs that are no longer what was recorded: their addresses no
+    longer match the file, so their lines would be wrong. By build-id
+    where the recording has one for the DSO (FILE.buildids, written by
+    allocsites record, or MMAP2 records of perf record --buildid-mmap);
+    else by modification time (later than the recording's), which misses
+    a rebuilt binary copied with its old time (cp -p, rsync -a)."""
+    build_ids = build_ids or {}
+    try:
+        recorded = os.path.getmtime(data) if data else None
+    except OSError:
+        recorded = None
+    stale = []
+    for dso in sorted(dsos):
+        try:
+            if dso in build_ids:
+                image = elf.open_elf(dso)
+                if image is not None and \
+                        elf.build_id(image) not in build_ids[dso]:
+                    stale.append(dso)
+            elif recorded is not None and os.path.getmtime(dso) > recorded:
+                stale.append(dso)
+        except OSError:
+            pass
+    return stale

@@ -1,0 +1,95 @@
+"""The --timeline chart from the liveness sweep: the sites to stack (by
+their own highest point), the phase bands, the peak; render/timeline.py
+draws it."""
+
+import collections
+
+from ..read import eventlog
+from . import timeline
+from ..analyze.liveview import phase_label
+
+
+TIMELINE_SITES = 8   # sites named on the chart; the rest are "other sites"
+
+
+# Phase runs closer than this share of the run's span are one band.
+BAND_GAP = 0.005
+
+
+def phase_bands(log, names, start, span):
+    """[(name, start, end)] of every phase run of every thread, nested
+    ones too (the chart gives overlapping bands rows of their own),
+    relative to start; runs of one phase closer than BAND_GAP of the span
+    are merged, so a phase run thousands of times stays one band."""
+    open_runs = {}   # tid -> [(id, start)]
+    runs = []
+    for kinds, times, _pids, tids, ids, _b, _s, _k in log.chunks():
+        for i in range(len(kinds)):
+            k = kinds[i]
+            if k == eventlog.PHASE_BEGIN:
+                open_runs.setdefault(tids[i], []).append((ids[i], times[i]))
+            elif k == eventlog.PHASE_END:
+                stack = open_runs.get(tids[i])
+                ids_open = [p for p, _ in stack] if stack else []
+                if ids[i] in ids_open:
+                    while stack:
+                        ph, t = stack.pop()
+                        runs.append((ph, t, times[i]))
+                        if ph == ids[i]:
+                            break
+    end = start + span
+    for stack in open_runs.values():
+        runs.extend((ph, t, end) for ph, t in stack)
+    runs.sort(key=lambda r: (r[0], r[1]))
+    bands = []
+    gap = BAND_GAP * span
+    for ph, t0, t1 in runs:
+        if bands and bands[-1][0] == ph and t0 - bands[-1][2] <= gap:
+            bands[-1][2] = max(bands[-1][2], t1)
+        else:
+            bands.append([ph, t0, t1])
+    return [(phase_label(ph, names), t0 - start, t1 - start)
+            for ph, t0, t1 in sorted(bands, key=lambda b: b[1])]
+
+
+def render_timeline(sweep, log, profile, names, title, subtitle,
+                    top=TIMELINE_SITES):
+    """The --timeline SVG: the top sites (by their own highest point, then
+    by bytes live at the peak) stacked, the rest as "other sites": a
+    large user released before the peak is drawn as itself, not as grey
+    "other sites" (issue 23, item 4)."""
+    tl = sweep.timeline
+    if not tl.times:
+        return timeline.render(title, subtitle, [], [], None, [], (0, 0))
+    start = tl.times[0]
+    times = [t - start for t in tl.times]
+    site_of = profile.site_of or {}
+    per_site = collections.defaultdict(lambda: [0] * len(times))
+    for key, series in tl.by_key.items():
+        site = site_of.get(key)
+        acc = per_site[site]
+        for i, v in enumerate(series):
+            acc[i] += v
+    labels = {}
+    for s in profile.sites:
+        k = (s.frame.function, s.frame.file, s.frame.line)
+        labels[k] = "%s %s:%d" % (s.frame.function, s.frame.file.rsplit(
+            "/", 1)[-1], s.frame.line) if s.frame.line else s.frame.function
+    peak_i = max(range(len(times)), key=lambda i: (tl.total[i], -i))
+    ranked = sorted((k for k in per_site if k is not None),
+                    key=lambda k: (-max(per_site[k]), -per_site[k][peak_i],
+                                   labels.get(k, str(k))))
+    shown = ranked[:top]
+    series = [(labels.get(k, str(k)), per_site[k]) for k in shown]
+    rest = [k for k in per_site if k not in shown]
+    other = None
+    if rest:
+        other = [sum(per_site[k][i] for k in rest) for i in range(len(times))]
+    span = times[-1] if times else 0
+    bands = phase_bands(log, names, start, span) if log is not None else []
+    peak_time = (sweep.peak_time - start) if sweep.peak_time is not None \
+        else times[peak_i]
+    return timeline.render(title, subtitle, times, series, other,
+                           list(tl.total), (peak_time, sweep.peak_bytes),
+                           list(tl.committed) if tl.committed else None,
+                           bands)
