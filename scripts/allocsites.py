@@ -74,7 +74,7 @@ class Run:
         self.mailbox = None
 
     def use_tally(self, tally):
-        """Events go to tally from now on (bench/handler_cost.py gives
+        """Events go to tally from now on (docs/design.md, "Per-event handler cost" gives
         one without an event log)."""
         if getattr(self, "handle", None) is not None:
             self.handle.flush()

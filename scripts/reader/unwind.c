@@ -270,7 +270,7 @@ int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs, int max)
 	static u64 check[MAX_FRAMES];
 	if (verify < 0) {
 		/* the benchmarks' knobs: both ways and compare, or libdw
-		 * alone (bench/reader_throughput.py) */
+		 * alone (docs/design.md, "Report: the native reader") */
 		const char *v = getenv("ALLOCSITES_READER_VERIFY");
 		verify = v && *v == '1';
 		v = getenv("ALLOCSITES_READER_NO_CACHE");
