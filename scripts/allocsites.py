@@ -12,7 +12,7 @@
 #
 # `allocsites report` runs several of these at once, each on a time range
 # (--time), with --worker-out: then trace_end writes the Tally there and
-# the command merges them and reports (allocsites_lib/read/parallel.py).
+# the command merges them and reports (allocsites_lib/read/workers.py).
 import gc
 import os
 import signal
@@ -20,8 +20,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from allocsites_lib.read import (hotpath, parallel, parse,  # noqa: E402
-                                 perfrun, perfstderr)
+from allocsites_lib.read import (hotpath, parse, perfrun,  # noqa: E402
+                                 perfstderr, worker_files)
 from allocsites_lib.cli import options  # noqa: E402
 from allocsites_lib.analyze.fold import Tally  # noqa: E402
 
@@ -31,7 +31,7 @@ from allocsites_lib.analyze.fold import Tally  # noqa: E402
 # 130 interrupted (the outputs are partial and say so); 1 the report
 # failed; 2 bad options.
 INCOMPLETE, INTERRUPTED = 3, 130
-PROGRESS_EVERY = parallel.PROGRESS_EVERY
+PROGRESS_EVERY = worker_files.PROGRESS_EVERY
 
 
 def _fail(message, status=2):
@@ -56,7 +56,7 @@ class Run:
         # perf_sample_dict (see trace_unhandled).
         self.pids = None
         if self.opts.worker_pids:
-            self.pids = parallel.read_pids(self.opts.worker_pids)
+            self.pids = worker_files.read_pids(self.opts.worker_pids)
         self.reader = parse.Reader(self.perf_inlines, self.pids)
         self.use_tally(Tally(self.opts.min_size))
         self.delivered = 0   # events perf handed over, whatever they were
@@ -68,7 +68,8 @@ class Run:
         self.progress = None
         self.next_progress = PROGRESS_EVERY
         if self.opts.worker_progress:
-            self.progress = parallel.ProgressWriter(self.opts.worker_progress)
+            self.progress = worker_files.ProgressWriter(
+                self.opts.worker_progress)
         # The plain events through perf's dlfilter (mailbox.py), from
         # trace_begin on: perf loads the filter before the script.
         self.mailbox = None
@@ -156,10 +157,10 @@ class Run:
     def finish(self):
         """The report (a worker: its Tally); returns the exit status."""
         if self.opts.worker_out:
-            parallel.write_tally(self.opts.worker_out, self.tally,
-                                 self.handler_errors, self.perf_inlines,
-                                 self.mailbox.state() if self.mailbox
-                                 else None)
+            worker_files.write_tally(self.opts.worker_out, self.tally,
+                                     self.handler_errors, self.perf_inlines,
+                                     self.mailbox.state() if self.mailbox
+                                     else None)
             return INTERRUPTED if self.interrupted else 0
         perf_said = self.stderr.finish() if self.stderr else []
         from allocsites_lib import pipeline

@@ -20,8 +20,9 @@ from harness import (ALLOCSITES, PYTHON, ROOT, ProfileTest,  # noqa: E402
                      allocsites, program, report_sites)
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from allocsites_lib.read import (mailbox, parallel, perfdata,  # noqa: E402
-                                 perfrun, scancache)
+from allocsites_lib.read import (mailbox, perf_vdso,  # noqa: E402
+                                 perfdata, perfrun, scancache,
+                                 time_ranges, worker_files, workers)
 
 ENTRY = os.path.join(ROOT, "scripts", "allocsites.py")
 
@@ -69,9 +70,9 @@ class ParallelReport(ProfileTest):
     def test_workers_give_the_single_run_report_exactly(self):
         # Workers that stop early would leave perf's /tmp/perf-vdso.so-*
         # files (perf removes them only when it ends normally).
-        vdso = set(glob.glob(parallel.PERF_VDSO_GLOB))
+        vdso = set(glob.glob(perf_vdso.PERF_VDSO_GLOB))
         self.addCleanup(lambda: self.assertEqual(
-            set(glob.glob(parallel.PERF_VDSO_GLOB)) - vdso, set(),
+            set(glob.glob(perf_vdso.PERF_VDSO_GLOB)) - vdso, set(),
             "perf's vdso files left behind"))
         for prog, args in ((program("t_threads"), ["8000"]),
                            (program("t_basic"), ["3000"])):
@@ -82,7 +83,7 @@ class ParallelReport(ProfileTest):
                 scan = perfdata.scan(data)
                 for jobs in (2, 3, 5):
                     # The ranges really split the samples.
-                    ranges = parallel.split(scan.times, jobs)
+                    ranges = time_ranges.split(scan.times, jobs)
                     self.assertEqual(len(ranges), jobs)
                     many = self.parallel(data, jobs)
                     self.assertEqual(report_sites(many), report_sites(one))
@@ -108,10 +109,10 @@ class ParallelReport(ProfileTest):
         data = self.record(program("t_basic"), ["3000"])
         scan = perfdata.scan(data)
         pids = os.path.join(self.tmp, "pids")
-        parallel.write_pids(pids, scan.pids)
+        worker_files.write_pids(pids, scan.pids)
         payloads = []
         for index, so in enumerate((lib, None)):
-            w = parallel.Worker(index, 1, None, None, self.tmp)
+            w = workers.Worker(index, 1, None, None, self.tmp)
             proc = subprocess.run(
                 w.command("perf", data, ENTRY, [], pids, so),
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -161,12 +162,12 @@ class ParallelReport(ProfileTest):
             return [line.strip().rstrip(":") for line in out.splitlines()
                     if line.strip()]
 
-        self.assertEqual(shown(parallel.time_option(t, t)),
-                         [parallel.format_time(t)] * times.count(t))
-        before = shown(parallel.time_option(None, t - 1))
-        after = shown(parallel.time_option(t, None))
+        self.assertEqual(shown(time_ranges.time_option(t, t)),
+                         [time_ranges.format_time(t)] * times.count(t))
+        before = shown(time_ranges.time_option(None, t - 1))
+        after = shown(time_ranges.time_option(t, None))
         self.assertEqual(len(before) + len(after), len(times))
-        self.assertEqual(after[0], parallel.format_time(t))
+        self.assertEqual(after[0], time_ranges.format_time(t))
 
     def test_scan_agrees_with_perf_report_stats(self):
         # A ring of 8 pages loses samples: LOST_SAMPLES to count.

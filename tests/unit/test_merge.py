@@ -86,7 +86,7 @@ class MergeTest(unittest.TestCase):
                                 % name)
         for cut in range(len(EVENTS) + 1):
             if same_time(EVENTS[cut - 1:cut + 1]):
-                continue   # parallel.split never cuts between equal times
+                continue   # time_ranges.split never cuts between equal times
             with self.subTest(cut=cut):
                 merged = tally_of(EVENTS[:cut]).merge(tally_of(EVENTS[cut:]))
                 self.assertEqual(state(merged), state(whole))

@@ -10,7 +10,8 @@ import shutil
 import tempfile
 
 from allocsites_lib.cli import parsers, options
-from allocsites_lib.read import parallel
+from allocsites_lib.read import (progress, time_ranges, worker_files,
+                                 worker_sizing, workers)
 from allocsites_lib.analyze import assemble
 from allocsites_lib.cli.options import UsageError
 from allocsites_lib.analyze.fold import ExactEntry, Tally
@@ -40,14 +41,14 @@ def perf_range(option):
 class SplitTest(unittest.TestCase):
 
     def check_partition(self, times, k, read_us=0.0, work=None):
-        ranges = parallel.split(times, k, read_us, work)
+        ranges = time_ranges.split(times, k, read_us, work)
         self.assertLessEqual(len(ranges), max(1, k))
         self.assertIsNone(ranges[0][0])
         self.assertIsNone(ranges[-1][1])
         for (_, end), (start, _) in zip(ranges, ranges[1:]):
             self.assertEqual(end + 1, start)
         # Every sample in exactly one range, as perf filters them.
-        windows = [parallel.time_option(s, e) for s, e in ranges]
+        windows = [time_ranges.time_option(s, e) for s, e in ranges]
         for t in times:
             hits = [w for w in windows
                     if w is None or not skipped(*perf_range(w), t)]
@@ -57,7 +58,7 @@ class SplitTest(unittest.TestCase):
     def test_halves_have_equal_samples(self):
         times = list(range(1000, 2000))
         ranges = self.check_partition(times, 2)
-        self.assertEqual([parallel.samples_in(times, s, e)[1]
+        self.assertEqual([time_ranges.samples_in(times, s, e)[1]
                           for s, e in ranges], [500, 500])
 
     def test_uneven_times_split_by_count(self):
@@ -66,7 +67,7 @@ class SplitTest(unittest.TestCase):
         for k in (2, 3, 4, 7):
             with self.subTest(k=k):
                 ranges = self.check_partition(times, k)
-                counts = [parallel.samples_in(times, s, e)[1]
+                counts = [time_ranges.samples_in(times, s, e)[1]
                           for s, e in ranges]
                 self.assertEqual(sum(counts), len(times))
                 self.assertLessEqual(max(counts) - min(counts), 5)
@@ -77,18 +78,18 @@ class SplitTest(unittest.TestCase):
         times = [5] * 10 + [6] * 10 + [7] * 3
         ranges = self.check_partition(times, 4)
         for s, e in ranges:
-            first, count = parallel.samples_in(times, s, e)
+            first, count = time_ranges.samples_in(times, s, e)
             inside = times[first:first + count]
             self.assertTrue(all(t not in times[:first] for t in inside))
 
     def test_one_worker_or_no_samples_is_the_whole_file(self):
-        self.assertEqual(parallel.split([1, 2, 3], 1), [(None, None)])
-        self.assertEqual(parallel.split([], 4), [(None, None)])
-        self.assertEqual(parallel.split([9] * 100, 4), [(None, None)])
+        self.assertEqual(time_ranges.split([1, 2, 3], 1), [(None, None)])
+        self.assertEqual(time_ranges.split([], 4), [(None, None)])
+        self.assertEqual(time_ranges.split([9] * 100, 4), [(None, None)])
         # perf_time__skip_sample keeps time 0 in every range.
-        self.assertEqual(parallel.split([0] + list(range(5, 500)), 4),
+        self.assertEqual(time_ranges.split([0] + list(range(5, 500)), 4),
                          [(None, None)])
-        self.assertIsNone(parallel.time_option(None, None))
+        self.assertIsNone(time_ranges.time_option(None, None))
 
     def test_more_workers_than_samples(self):
         self.check_partition([1, 2, 3], 8)
@@ -101,7 +102,7 @@ class SplitTest(unittest.TestCase):
                 with self.subTest(k=k, read_cost=cost):
                     ranges = self.check_partition(times, k, cost)
                     self.assertEqual(len(ranges), k)
-                    shares = [parallel.samples_in(times, s, e)[1] / 10000
+                    shares = [time_ranges.samples_in(times, s, e)[1] / 10000
                               for s, e in ranges]
                     ends = [sum(shares[:i + 1]) for i in range(k)]
                     costs = [cost * (ends[i] if i < k - 1 else 1) + shares[i]
@@ -115,8 +116,8 @@ class SplitTest(unittest.TestCase):
         # Reading at f per sample, processing at 1: (f + 1) e = f + 1 - e,
         # so the first worker's share is e = (f + 1) / (f + 2).
         times = list(range(1, 100001))
-        first = parallel.split(times, 2, 0.875)[0]
-        share = parallel.samples_in(times, *first)[1] / 1e5
+        first = time_ranges.split(times, 2, 0.875)[0]
+        share = time_ranges.samples_in(times, *first)[1] / 1e5
         self.assertAlmostEqual(share, 1.875 / 2.875, places=3)
 
     def test_costly_samples_get_fewer_per_worker(self):
@@ -125,7 +126,7 @@ class SplitTest(unittest.TestCase):
         times = list(range(1, 60001))
         work = [(t, 1.0 if t <= 30000 else 3.0) for t in times[::10]]
         ranges = self.check_partition(times, 2, 0.0, work)
-        share = parallel.samples_in(times, *ranges[0])[1] / 6e4
+        share = time_ranges.samples_in(times, *ranges[0])[1] / 6e4
         self.assertAlmostEqual(share, 0.5 + 0.5 / 3, places=2)
 
     def test_costs_from_a_scan(self):
@@ -135,26 +136,27 @@ class SplitTest(unittest.TestCase):
             decompressed = 100 * 8500
             data_size = 0
             depths = [(0, 96), (50, 570)]
-        read_us, work = parallel.costs(Scan)
-        self.assertAlmostEqual(read_us, 8500 * parallel.READ_US_PER_BYTE[True])
-        a, b = parallel.SAMPLE_US, parallel.STACK_US_PER_BYTE
+        read_us, work = time_ranges.costs(Scan)
+        self.assertAlmostEqual(read_us,
+                               8500 * time_ranges.READ_US_PER_BYTE[True])
+        a, b = time_ranges.SAMPLE_US, time_ranges.STACK_US_PER_BYTE
         self.assertEqual(work, [(0, a + b * 96), (50, a + b * 570)])
         Scan.depths = []   # no stack depths: every sample costs 1
-        read_us, work = parallel.costs(Scan)
+        read_us, work = time_ranges.costs(Scan)
         self.assertIsNone(work)
-        self.assertAlmostEqual(read_us, 8500 * parallel.READ_US_PER_BYTE[
-            True] / parallel.MEAN_SAMPLE_US)
+        self.assertAlmostEqual(read_us, 8500 * time_ranges.READ_US_PER_BYTE[
+            True] / time_ranges.MEAN_SAMPLE_US)
 
     def test_time_option_format(self):
-        self.assertEqual(parallel.time_option(None, 655613035122),
+        self.assertEqual(time_ranges.time_option(None, 655613035122),
                          ",655.613035122")
-        self.assertEqual(parallel.time_option(655613035123, None),
+        self.assertEqual(time_ranges.time_option(655613035123, None),
                          "655.613035123,")
-        self.assertEqual(parallel.time_option(1000000007, 2000000000),
+        self.assertEqual(time_ranges.time_option(1000000007, 2000000000),
                          "1.000000007,2.000000000")
 
     def test_worker_count(self):
-        wc = parallel.worker_count
+        wc = worker_sizing.worker_count
         self.assertEqual(wc(2, 213431, 0, None), 2)
         self.assertEqual(wc(8, 50000, 0, None), 2)     # few samples
         self.assertEqual(wc(4, 100, 0, None), 1)
@@ -169,18 +171,18 @@ class SplitTest(unittest.TestCase):
 
     def test_free_cpus(self):
         # (machine busy s, this process busy s, time)
-        self.assertAlmostEqual(parallel.free_cpus((10, 1, 0), (11.1, 1.5, 1),
-                                                  2), 1.4)
-        self.assertEqual(parallel.free_cpus((10, 1, 0), (16, 1, 1), 2), 0.0)
-        self.assertIsNone(parallel.free_cpus((10, 1, 0), (10, 1, 0.01), 2))
-        self.assertIsNone(parallel.free_cpus(None, (10, 1, 1), 2))
-        self.assertEqual(len(parallel.cpu_use()), 3)
+        free_cpus = worker_sizing.free_cpus
+        self.assertAlmostEqual(free_cpus((10, 1, 0), (11.1, 1.5, 1), 2), 1.4)
+        self.assertEqual(free_cpus((10, 1, 0), (16, 1, 1), 2), 0.0)
+        self.assertIsNone(free_cpus((10, 1, 0), (10, 1, 0.01), 2))
+        self.assertIsNone(free_cpus(None, (10, 1, 1), 2))
+        self.assertEqual(len(worker_sizing.cpu_use()), 3)
 
 
 class WorkerCommandTest(unittest.TestCase):
 
     def test_command(self):
-        w = parallel.Worker(0, 2, None, 655877054733, "/tmp/d")
+        w = workers.Worker(0, 2, None, 655877054733, "/tmp/d")
         w.stop_after = 131020
         self.assertEqual(
             w.command("perf", "x.data", "/a/allocsites.py", ["--top", "5"],
@@ -190,14 +192,14 @@ class WorkerCommandTest(unittest.TestCase):
              "--worker-out", "/tmp/d/tally.0", "--worker-progress",
              "/tmp/d/progress.0", "--worker-pids", "/tmp/d/pids",
              "--worker-samples", "131020", "--top", "5"])
-        last = parallel.Worker(1, 2, 655877054734, None, "/tmp/d")
+        last = workers.Worker(1, 2, 655877054734, None, "/tmp/d")
         self.assertEqual(last.command("perf", "x.data", "/a/s.py", []),
                          ["perf", "script", "-i", "x.data", "--no-inline",
                           "--max-stack", "8192", "--time", "655.877054734,",
                           "-s", "/a/s.py", "--",
                           "--worker-out", "/tmp/d/tally.1",
                           "--worker-progress", "/tmp/d/progress.1"])
-        whole = parallel.Worker(0, 1, None, None, "/tmp/d")
+        whole = workers.Worker(0, 1, None, None, "/tmp/d")
         self.assertNotIn("--time", whole.command("perf", "x", "s", []))
 
     def test_worker_options_are_hidden_report_options(self):
@@ -221,9 +223,9 @@ class TallyFileTest(unittest.TestCase):
         t.add(Event("alloc", 1, 1, 64, 3, None, STACK, 0x10, 100))
         t.add(None)
         path = os.path.join(self.tmp, "tally.0")
-        parallel.write_tally(path, t, 2, True)
+        worker_files.write_tally(path, t, 2, True)
         self.assertEqual(os.listdir(self.tmp), ["tally.0"])
-        back, errors, inlines = parallel.read_tally(path)
+        back, errors, inlines = worker_files.read_tally(path)
         self.assertEqual(dict(back.stacks), {(STACK, 3): ExactEntry(1, 64)})
         self.assertEqual((back.duplicates, back.malformed, back.min_size),
                          (1, 1, 8))
@@ -234,24 +236,24 @@ class TallyFileTest(unittest.TestCase):
         with open(path, "wb") as f:
             f.write(b"not a pickle")
         with self.assertRaises(ValueError):
-            parallel.read_tally(path)
-        parallel.write_tally(path, Tally(), 0, False)
-        parallel.TALLY_VERSION += 1
+            worker_files.read_tally(path)
+        worker_files.write_tally(path, Tally(), 0, False)
+        worker_files.TALLY_VERSION += 1
         try:
             with self.assertRaises(ValueError):
-                parallel.read_tally(path)
+                worker_files.read_tally(path)
         finally:
-            parallel.TALLY_VERSION -= 1
+            worker_files.TALLY_VERSION -= 1
 
     def test_progress_file(self):
         path = os.path.join(self.tmp, "progress.0")
-        self.assertIsNone(parallel.read_progress(path))
-        w = parallel.ProgressWriter(path)
-        self.assertIsNone(parallel.read_progress(path))
+        self.assertIsNone(worker_files.read_progress(path))
+        w = worker_files.ProgressWriter(path)
+        self.assertIsNone(worker_files.read_progress(path))
         w.write(655613035122)
-        self.assertEqual(parallel.read_progress(path), 655613035122)
+        self.assertEqual(worker_files.read_progress(path), 655613035122)
         w.write(7)
-        self.assertEqual(parallel.read_progress(path), 7)
+        self.assertEqual(worker_files.read_progress(path), 7)
 
 
 class FakeClock:
@@ -265,18 +267,18 @@ class FakeClock:
 class ProgressTest(unittest.TestCase):
 
     def test_text(self):
-        self.assertEqual(parallel.progress_text(96000, 213431),
+        self.assertEqual(progress.progress_text(96000, 213431),
                          "allocsites: report 44% (96000 of 213431 samples)")
-        self.assertEqual(parallel.progress_text(0, 10),
+        self.assertEqual(progress.progress_text(0, 10),
                          "allocsites: report 0% (0 of 10 samples)")
-        self.assertEqual(parallel.progress_text(12, 10),
+        self.assertEqual(progress.progress_text(12, 10),
                          "allocsites: report 100% (10 of 10 samples)")
-        self.assertEqual(parallel.progress_text(0, 0),
+        self.assertEqual(progress.progress_text(0, 0),
                          "allocsites: report running")
 
     def test_in_place_rate_limited_and_cleared(self):
         out, clock = io.StringIO(), FakeClock()
-        p = parallel.Progress(out, interval=0.25, clock=clock, enabled=True)
+        p = progress.Progress(out, interval=0.25, clock=clock, enabled=True)
         p.show("allocsites: report 10% (1 of 10 samples)")
         clock.now = 0.1
         p.show("allocsites: report 20% (2 of 10 samples)")   # too soon
@@ -296,7 +298,7 @@ class ProgressTest(unittest.TestCase):
 
     def test_silent_when_not_a_terminal(self):
         out = io.StringIO()   # isatty() is False
-        p = parallel.Progress(out, clock=FakeClock())
+        p = progress.Progress(out, clock=FakeClock())
         p.show("allocsites: report 10%")
         p.clear()
         self.assertEqual(out.getvalue(), "")
@@ -316,19 +318,19 @@ class CollectTest(unittest.TestCase):
 
     def worker(self, i, n, status, stderr="", tally=True, start=None,
                end=None):
-        w = parallel.Worker(i, n, start, end, self.tmp)
+        w = workers.Worker(i, n, start, end, self.tmp)
         w.proc = FakeProc(status)
         with open(w.stderr_path, "w") as f:
             f.write(stderr)
         if tally:
             t = Tally()
             t.add(Event("alloc", 1, 1, 10 * (i + 1), 0, None, STACK, 0, i))
-            parallel.write_tally(w.tally_path, t, i, False)
+            worker_files.write_tally(w.tally_path, t, i, False)
         return w
 
     def test_all_well(self):
         ws = [self.worker(0, 2, 0, end=99), self.worker(1, 2, 0, start=100)]
-        r = parallel.collect(ws, Tally)
+        r = workers.collect(ws, Tally)
         self.assertEqual(r.read_errors, [])
         self.assertEqual(r.tallies, 2)
         self.assertEqual(dict(r.tally.stacks), {(STACK, 0): ExactEntry(2, 30)})
@@ -340,7 +342,7 @@ class CollectTest(unittest.TestCase):
                   "failed to decompress (B): 65527 -> 67112960\n"
                   "Couldn't decompress data\n"
                   "0x44109e [0xffff]: failed to process type: 81\n"))]
-        r = parallel.collect(ws, Tally)
+        r = workers.collect(ws, Tally)
         self.assertEqual(r.tallies, 2)
         self.assertEqual(r.read_errors[0],
                          "perf script worker 2 of 2 (samples from "
@@ -352,7 +354,7 @@ class CollectTest(unittest.TestCase):
     def test_killed_worker_without_tally(self):
         ws = [self.worker(0, 2, -9, tally=False, end=99),
               self.worker(1, 2, 0, start=100)]
-        r = parallel.collect(ws, Tally)
+        r = workers.collect(ws, Tally)
         self.assertEqual(r.tallies, 1)
         self.assertEqual(r.read_errors, [
             "perf script worker 1 of 2 (samples from the start to "
@@ -361,13 +363,13 @@ class CollectTest(unittest.TestCase):
             "0.000000) wrote no tally: its samples are missing"])
 
     def test_exit_0_without_tally(self):
-        r = parallel.collect([self.worker(0, 1, 0, tally=False)], Tally)
+        r = workers.collect([self.worker(0, 1, 0, tally=False)], Tally)
         self.assertEqual(r.tallies, 0)
         self.assertEqual(r.read_errors, [
             "perf script wrote no tally: its samples are missing"])
 
     def test_error_lines_with_exit_0(self):
-        r = parallel.collect([self.worker(0, 1, 0, stderr=(
+        r = workers.collect([self.worker(0, 1, 0, stderr=(
             "problem processing 9 event, skipping it.\n"))], Tally)
         self.assertEqual(r.read_errors, [
             "perf script reported errors",
@@ -375,7 +377,7 @@ class CollectTest(unittest.TestCase):
 
     def test_other_lines_pass_through_once(self):
         warning = "Warning:\nProcessed 100 events and lost 1 chunks!\n"
-        r = parallel.collect([self.worker(0, 2, 0, stderr=warning),
+        r = workers.collect([self.worker(0, 2, 0, stderr=warning),
                               self.worker(1, 2, 0, stderr=warning)], Tally)
         self.assertEqual(r.read_errors, [])
         self.assertEqual(r.passthrough, [
@@ -383,8 +385,8 @@ class CollectTest(unittest.TestCase):
 
     def test_error_lines_capped(self):
         lines = "".join("failed to process type: %d\n" % i for i in range(9))
-        r = parallel.collect([self.worker(0, 1, 1, stderr=lines)], Tally)
-        self.assertEqual(len(r.read_errors), 1 + parallel.MAX_ERROR_LINES + 1)
+        r = workers.collect([self.worker(0, 1, 1, stderr=lines)], Tally)
+        self.assertEqual(len(r.read_errors), 1 + workers.MAX_ERROR_LINES + 1)
         self.assertEqual(r.read_errors[-1],
                          "perf script: perf: (4 more lines)")
 

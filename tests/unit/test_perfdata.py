@@ -2,7 +2,7 @@
 zstd-compressed the way perf 6.1 writes them (one stream, flushed per
 COMPRESSED record, records cut across records). No perf needed; the
 real files are checked against perf report --stats in
-tests/integration/test_parallel.py."""
+tests/integration/test_parallel_report.py."""
 import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 

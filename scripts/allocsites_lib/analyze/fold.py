@@ -355,7 +355,7 @@ MERGE_RULES = {
     "_last_time": _latest,   # only the duplicate filter reads it
     "received": _sum_per_process,
     "fired": _sum_per_process,
-    "log": _concatenate,   # workers merge in time order (parallel.collect)
+    "log": _concatenate,   # workers merge in time order (workers.collect)
     "_sample_phase": lambda _name, mine, theirs: {**mine, **theirs},
     "phases_from_samples": lambda _name, mine, theirs: mine or theirs,
 }

@@ -389,11 +389,12 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     perf = recorder.find_perf()
     recorder.check_perf_data(data)
     read_errors = []
-    from ..read import limits, parallel
+    from ..read import (limits, interrupts, time_ranges, worker_sizing,
+                        workers)
     from .. import pipeline
     from ..analyze.fold import Tally
-    cpus = parallel.cpu_count()
-    before = parallel.cpu_use()
+    cpus = worker_sizing.cpu_count()
+    before = worker_sizing.cpu_use()
     from ..read import mailbox, native
     # The native reader (native.py) unless it is not built or
     # ALLOCSITES_READER=perf asks for perf script's workers.
@@ -430,7 +431,7 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     if scan is not None:
         too_big = limits.native_fits(scan.samples, tempfile.gettempdir()) \
             if reader is not None else \
-            limits.fits(scan.samples, parallel.mem_available(),
+            limits.fits(scan.samples, worker_sizing.mem_available(),
                         scan.decompressed)
         if too_big:
             err.write("allocsites: error: cannot report %s: %s\n"
@@ -438,10 +439,10 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
             return 1
     if reader is None and scan is not None:
         times = scan.times
-        k = jobs or parallel.worker_count(
-            cpus, len(times), scan.decompressed, parallel.mem_available(),
-            parallel.free_cpus(before, parallel.cpu_use(), cpus))
-        ranges = parallel.split(times, k, *parallel.costs(scan))
+        k = jobs or worker_sizing.worker_count(
+            cpus, len(times), scan.decompressed, worker_sizing.mem_available(),
+            worker_sizing.free_cpus(before, worker_sizing.cpu_use(), cpus))
+        ranges = time_ranges.split(times, k, *time_ranges.costs(scan))
     else:   # one worker on the whole file, loss from perf report --stats
         times, ranges = [], [(None, None)]
     try:
@@ -449,7 +450,7 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
             result = native.run(reader, data, Tally(opts.min_size),
                                 scan.samples, err)
         else:
-            result = parallel.run(
+            result = workers.run(
                 perf, data, ENTRY_SCRIPT, report_args, ranges, times,
                 lambda: Tally(opts.min_size),
                 pids=scan.pids if scan is not None and scan.pids else None,
@@ -462,7 +463,7 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
                 # a single worker takes the plain events past perf's glue.
                 if os.environ.get("ALLOCSITES_MAILBOX") != "0" and
                 len(ranges) == 1 else None)
-    except parallel.Interrupted as e:
+    except interrupts.Interrupted as e:
         err.write("allocsites: report interrupted; nothing written\n")
         return 128 + e.sig
     except RuntimeError as e:

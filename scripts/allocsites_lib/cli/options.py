@@ -63,7 +63,7 @@ def parser(prog="allocsites.py"):
                epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_report_options(p)
     # Set by `allocsites report` for its perf script workers
-    # (parallel.py): write the Tally and the progress there, no report.
+    # (workers.py): write the Tally and the progress there, no report.
     p.add_argument("--worker-out", default=None, help=argparse.SUPPRESS)
     p.add_argument("--worker-progress", default=None, help=argparse.SUPPRESS)
     p.add_argument("--worker-pids", default=None, help=argparse.SUPPRESS)

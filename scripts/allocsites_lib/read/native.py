@@ -39,7 +39,7 @@ PLAIN_FIELDS = ("kind", "a", "b", "c", "d", "e", "f", "g", "h")
 # frees everything at its end sends millions in a row.
 MAIL_BATCH = 4096
 
-# The Result of parallel.run, which the report takes either way.
+# The Result of workers.run, which the report takes either way.
 Result = collections.namedtuple(
     "Result", "tally tallies handler_errors perf_inlines read_errors "
               "passthrough notes")
@@ -248,11 +248,12 @@ def run(reader, data, tally, total=0, err=None, progress=None):
     """Reads the recording at data with the allocsites-read at reader into
     tally; returns a Result (read_errors: what the reader said went
     wrong, one line each). total: the samples the scan counted, for the
-    progress line on a terminal. Raises parallel.Interrupted on SIGINT,
+    progress line on a terminal. Raises interrupts.Interrupted on SIGINT,
     SIGTERM or SIGHUP, after stopping the reader."""
     import signal
-    from . import parallel
-    progress = progress or parallel.Progress(err or sys.stderr)
+    from . import interrupts
+    from .progress import Progress, progress_text
+    progress = progress or Progress(err or sys.stderr)
     # {thread: process}, filled as threads appear; the hot path reads it
     # (Reader makes its own dict for an empty one, so take that one).
     reader_ = parse.Reader(False, None)
@@ -271,13 +272,13 @@ def run(reader, data, tally, total=0, err=None, progress=None):
         stream.spill = tally.log.maybe_spill
     if progress.enabled and total:
         stream.on_block = lambda: progress.show(
-            parallel.progress_text(stream.events, total))
+            progress_text(stream.events, total))
     read_errors = []
     saved = {}
     proc = None
     try:
-        for sig in parallel.STOP_SIGNALS:
-            saved[sig] = signal.signal(sig, parallel._raise_interrupted)
+        for sig in interrupts.STOP_SIGNALS:
+            saved[sig] = signal.signal(sig, interrupts.raise_interrupted)
         proc = subprocess.Popen([reader, data], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, bufsize=1 << 20)

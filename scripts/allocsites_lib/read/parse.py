@@ -334,7 +334,7 @@ class Reader:
 
     def _convert(self, chain):
         """raw_frames, each frame shared with the chains that have it
-        (less memory, and a smaller, faster pickle for parallel.py)."""
+        (less memory, and a smaller, faster pickle for workers.py)."""
         frames = self._frames
         return tuple([frames.setdefault(f, f)
                       for f in raw_frames(chain, self.perf_inlines)])
