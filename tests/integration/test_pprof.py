@@ -132,6 +132,36 @@ class Pprof(ProfileTest):
                 self.assertTrue(want)
                 self.assertEqual(got, dict(want))
 
+    def test_thread_labels_split_the_profile_by_thread(self):
+        # Numeric labels "pid" and "tid" on the allocations (issue 23,
+        # item 2): t_threads' main, worker_a and worker_b each run in a
+        # thread of their own, so -tagfocus=tid=N must give exactly one
+        # of them, with the truth's bytes.
+        path = os.path.join(self.tmp, "threads.pb.gz")
+        report, truth, _, _ = self.profile(program("t_threads"), ["2000"],
+                                           ["--pprof", path])
+        self.assertLossless(report)
+        want = collections.Counter()
+        for r in truth["records"]:
+            want[r["function"]] += r["bytes"]
+        tags = pprof(["-tags"], path)
+        tids = re.findall(r"(?m)^\s+\S+ \(\s*[\d.]+%\): (\d+)$",
+                          tags.split(" tid:")[1])
+        pids = re.findall(r"(?m)^\s+\S+ \(\s*[\d.]+%\): (\d+)$",
+                          tags.split(" pid:")[1].split(" tag:")[0])
+        self.assertEqual(len(pids), 1)
+        self.assertEqual(len(tids), 3)
+        got = {}
+        for tid in tids:
+            flat_bytes = flat(pprof(
+                ["-top", "-nodecount=100000", "-nodefraction=0",
+                 "-sample_index=alloc_space", "-unit=B",
+                 "-tagfocus=tid=" + tid], path), "B")
+            with self.subTest(tid=tid):
+                self.assertEqual(len(flat_bytes), 1, flat_bytes)
+            got.update(flat_bytes)
+        self.assertEqual(got, dict(want))
+
     def test_time_range_and_mappings_that_do_not_overlap(self):
         # What a continuous-profiling upload files a profile under, and
         # binaries pprof can tell apart (issue 23, item 2)

@@ -9,7 +9,7 @@ import collections
 import os
 
 from ..render import flamegraph, pprofout, timeline_series
-from . import completeness, liveview, liveness
+from . import completeness, liveview, liveness, threads
 
 from ..read.elf import tag_names
 from .fold import fold
@@ -46,6 +46,31 @@ def pprof_phases(sweep, entries, live, names):
             for phase, phase_entries in sorted(
                 sweep.entries.items(),
                 key=lambda p: (p[0] is not None, p[0] or 0))]
+
+
+def pprof_threads(tally, mode, opts, phased, entries, selected, names):
+    """pprofout.encode's threads: {(phase label or None, key): {(pid,
+    tid): [count, bytes]}} for the samples encode writes (phased's, one
+    --phase's, or the whole tally's), from the event log; None when there
+    is no log or the split does not add up to those samples exactly."""
+    log = tally.log
+    if log is None:
+        return None
+    sampled = mode == "sampled"
+    if phased is not None:   # the sweep counts every allocation
+        by_thread = threads.relabelled(
+            threads.split(log, sampled),
+            lambda ph: liveview.phase_label(ph, names))
+        want = [(phase, e) for phase, e, _ in phased]
+    elif entries is not None:   # one --phase: the sweep's, that phase's
+        by_thread = threads.relabelled(threads.split(log, sampled),
+                                       only=selected)
+        want = [(None, entries)]
+    else:
+        by_thread = threads.relabelled(
+            threads.split(log, sampled, getattr(opts, "min_size", 0)))
+        want = [(None, tally.entries(mode))]
+    return by_thread if threads.matches(by_thread, want) else None
 
 
 def recording_span(tally, data):
@@ -85,7 +110,7 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     warnings = []
     phase_names = liveview.phase_names(tally, symbolizer)
     bad_options = []   # option values that name nothing: exit status 2
-    sweep, live_summary, entries, live = liveness_of(
+    sweep, live_summary, entries, live, selected = liveness_of(
         tally, opts, phase_names, mode, warnings, bad_options)
     result = fold(tally, symbolizer, names, skip, tags, opts.depth, mode,
                   entries=entries, live=live)
@@ -113,12 +138,17 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                         "those, are not in this profile")
     pprof = None
     if getattr(opts, "pprof", None):
+        phased = pprof_phases(sweep, entries, live, phase_names)
+        by_thread = pprof_threads(tally, mode, opts, phased, entries,
+                                  selected, phase_names)
+        if by_thread is None and tally.log is not None:
+            warnings.append("--pprof: no thread labels: the allocations "
+                            "split by thread did not add up to the profile")
         pprof = pprofout.encode(
             tally, symbolizer, names, mode,
             sampling["sample_bytes"] if sampling else 0, tags,
-            entries=entries, live=live, skip=skip,
-            phased=pprof_phases(sweep, entries, live, phase_names),
-            **recording_span(tally, data))
+            entries=entries, live=live, skip=skip, phased=phased,
+            threads=by_thread, **recording_span(tally, data))
     report = Report(mode=mode, profile=result, events=dict(tally.events),
                     malformed=tally.malformed, lost=lost,
                     lost_reason=lost_reason, frees=tuple(tally.frees),
@@ -222,11 +252,12 @@ def selected_liveness(summary, profile, opts):
 
 
 def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
-    """(sweep, LiveSummary, entries, live) for build_report: the liveness
+    """(sweep, LiveSummary, entries, live, phase) for build_report: the liveness
     sweep over the tally's event log when frees or phases were recorded
     (else all None), the --phase selection (entries: that phase's
     allocations for fold, or None for all), and live: {key: KeyLive} for
-    fold (None without frees). names: {phase id: name}."""
+    fold (None without frees), phase: the selected phase's id ("all",
+    or -1 when --phase names none). names: {phase id: name}."""
     log = tally.log
     has_frees = liveview.frees_recorded(tally)
     # phases seen at the samples (rt:phase_track): each sample's phase is
@@ -239,7 +270,7 @@ def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
                             "(RT_PHASE_BEGIN/END)" % opts.phase)
             if bad_options is not None:
                 bad_options.append(warnings[-1])
-        return None, None, None, None
+        return None, None, None, None, "all"
     sweep = liveness.sweep(log, mode)
     phase = "all"
     wanted = getattr(opts, "phase", None)
@@ -266,7 +297,7 @@ def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
     summary = liveview.summary(
         sweep, rows, None if phase == "all" else wanted, untracked, mode) \
         if has_frees else None
-    return sweep, summary, entries, live
+    return sweep, summary, entries, live, phase
 
 
 def finish_report(tally, opts, symbolizer, lost, lost_reason, data=None,

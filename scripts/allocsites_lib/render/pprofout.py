@@ -11,14 +11,17 @@ count, as Go computes it for a heap profile's sample. Go keeps a sample
 per stack and size, so its label is each object's size; allocsites keeps
 a sample per stack and tag, so the label is the objects' size where the
 site allocates one size (the common case that -tagfocus=bytes=... is
-for) and their mean where it allocates several.
+for) and their mean where it allocates several. With threads (from the
+event log, analyze/threads.py): a sample per stack and thread, labelled
+with the numeric "pid" and "tid" as perf_data_converter labels them.
 
 The allocator's own frame (the one holding the probe) is left out of
 each stack, as Go leaves out runtime.mallocgc, and so are the wrappers
 the table skips (--skip, RT_SKIP): leading frames whose function matches
 are dropped, a location whose inlined lines only partly match keeps the
-rest, so that pprof's flat figures name the callers the table names. Encoded by hand: the message has seven
-kinds of fields, and perf's embedded Python has no protobuf module."""
+rest, so that pprof's flat figures name the callers the table names.
+Encoded by hand: the message has seven kinds of fields, and perf's
+embedded Python has no protobuf module."""
 
 import gzip
 import re
@@ -92,7 +95,7 @@ class _Strings:
 
 def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
            entries=None, live=None, skip=None, time_nanos=0,
-           duration_nanos=0, phased=None):
+           duration_nanos=0, phased=None, threads=None):
     """The gzip-compressed profile of tally (fold.Tally, resolved by
     symbolizer); names: {tag: name}; tags: the --tag filter or None;
     entries: {key: entry} instead of the tally's (one --phase); live:
@@ -104,7 +107,11 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
     continuous-profiling upload files the profile under. phased: instead
     of entries and live, [(phase name or None, {key: entry}, {key:
     KeyLive} or None)]: a sample per phase and key, labelled "phase"
-    (none outside every phase); their sums are the whole profile's."""
+    (none outside every phase); their sums are the whole profile's.
+    threads: {(phase or None, key): {(pid, tid): [count, bytes]}}
+    (analyze/threads.py), or None: then each key's allocations are a
+    sample per thread, labelled "pid" and "tid", and what was live at the
+    end a sample of its own (its threads are not known)."""
     skip_re = re.compile(skip) if skip else None
     strings = _Strings()
     mappings, locations, functions = {}, {}, {}
@@ -166,6 +173,16 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
     label_key = strings("tag")
     phase_key = strings("phase")
     bytes_key = strings("bytes")
+    pid_key, tid_key = strings("pid"), strings("tid")
+
+    def _num_label(key, n, unit=0):
+        # Label.num (3) and num_unit (4): pprof filters by them
+        return _bytes(3, _int(1, key) + _int(3, n) + _int(4, unit))
+
+    def _size_label(count, nbytes):
+        """Go's "bytes": the objects' size (their mean over several)."""
+        return _num_label(bytes_key, saturated(nbytes / count),
+                          bytes_key) if count > 0 else b""
     if phased is None:
         if entries is None:
             entries = tally.entries(mode)
@@ -178,20 +195,29 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
             if tags is not None and name not in tags and \
                     str(tag) not in tags:
                 continue
-            ids = stack_ids(frames[1:])
+            ids = _packed(1, stack_ids(frames[1:]))
             label = _bytes(3, _int(1, label_key) + _int(2, strings(name)))
-            if entry.count > 0:
-                # Label.num (3) and num_unit (4): pprof filters by it
-                label += _bytes(3, _int(1, bytes_key) + _int(
-                    3, saturated(entry.bytes / entry.count)) +
-                    _int(4, bytes_key))
-            values = [saturated(entry.count), saturated(entry.bytes)]
-            if live is not None or phase_live is not None:
-                kl = (phase_live or {}).get((frames, tag))
-                values += [saturated(kl.leaked_count), saturated(
-                    kl.leaked_bytes)] if kl is not None else [0, 0]
-            body.append(_bytes(P_SAMPLE, _packed(1, ids) +
-                               _packed(2, values) + label + phase_label))
+            inuse = live is not None or phase_live is not None
+            kl = (phase_live or {}).get((frames, tag)) if inuse else None
+            leaked = [saturated(kl.leaked_count), saturated(
+                kl.leaked_bytes)] if kl is not None else [0, 0]
+            by_thread = threads.get((phase, (frames, tag))) \
+                if threads is not None else None
+            if not by_thread:
+                values = [saturated(entry.count), saturated(entry.bytes)]
+                body.append(_bytes(P_SAMPLE, ids + _packed(
+                    2, values + leaked if inuse else values) + label +
+                    phase_label + _size_label(entry.count, entry.bytes)))
+                continue
+            for (pid, tid), (count, nbytes) in sorted(by_thread.items()):
+                values = [saturated(count), saturated(nbytes)]
+                body.append(_bytes(P_SAMPLE, ids + _packed(
+                    2, values + [0, 0] if inuse else values) + label +
+                    phase_label + _size_label(count, nbytes) +
+                    _num_label(pid_key, pid) + _num_label(tid_key, tid)))
+            if any(leaked):
+                body.append(_bytes(P_SAMPLE, ids + _packed(
+                    2, [0, 0] + leaked) + label + phase_label))
     out += body
     for dso, mid in mappings.items():
         image = symbolizer.elf(dso)
