@@ -15,10 +15,16 @@ import tempfile
 from .. import SCRIPTS_DIR
 from . import parsers, options
 from ..read import elf, perfdata, perfrun, scancache
-from ..record import recorder, runstate, writerwake, unwindchoice
+from ..record import (buildids, datafile, eventlock, perfcommand,
+                      prerequisites, probeevents, programenv, runstate,
+                      unwindchoice, writerpriority, writerwake)
+from ..record.binaries import (probed_binaries, process_binaries,
+                               resolve_library, resolve_program,
+                               unprobed_code)
+from ..record.tracefs import Tracefs, listed_events
 from ..analyze import completeness
 from ..read.parse import event_kind
-from ..record.recorder import RecordError
+from ..record.errors import RecordError
 from ..analyze.report import human_bytes, lost_words
 
 ENTRY_SCRIPT = os.path.join(SCRIPTS_DIR, "allocsites.py")
@@ -82,17 +88,17 @@ def record(opts, argv, out=sys.stderr):
     pid = getattr(opts, "pid", None)
     if not argv and pid is None:
         raise Usage("no program given after --")
-    perf = recorder.find_perf()
-    recorder.check_privileges()
-    extra = [recorder.resolve_library(lib) for lib in opts.libs]
+    perf = prerequisites.find_perf()
+    prerequisites.check_privileges()
+    extra = [resolve_library(lib) for lib in opts.libs]
     if pid is not None:   # attach: the process's executable and its maps
-        prog, libs = recorder.process_binaries(pid)
+        prog, libs = process_binaries(pid)
         name = "process %d (%s)" % (pid, prog)
-        binaries = recorder.probed_binaries(prog, extra, libs=libs)
+        binaries = probed_binaries(prog, extra, libs=libs)
     else:
-        prog = recorder.resolve_program(argv[0])
+        prog = resolve_program(argv[0])
         name = argv[0]
-        binaries = recorder.probed_binaries(prog, extra)
+        binaries = probed_binaries(prog, extra)
     if not binaries:
         raise RecordError("no rt probes in %s or the libraries it links: build "
                           "the allocator with include/rt_probes.h (and without "
@@ -117,9 +123,9 @@ def record(opts, argv, out=sys.stderr):
     except OSError as e:
         raise RecordError("-o %s: cannot write in %s: %s"
                           % (output, parent, e.strerror or e))
-    moved = recorder.check_output(output)
-    tracefs = recorder.Tracefs()
-    events = recorder.ProbeEvents(perf)
+    moved = datafile.check_output(output)
+    tracefs = Tracefs()
+    events = probeevents.ProbeEvents(perf)
     # Signals are held from the first probe event to the last removal: an
     # interrupted run must never leave events behind.
     with Interrupts() as interrupts:
@@ -129,10 +135,10 @@ def record(opts, argv, out=sys.stderr):
             events.tracefs = tracefs.path
             events.state = runstate.RunState()
             allocs, plain = [], []
-            with recorder.EventLock(tracefs.path):
+            with eventlock.EventLock(tracefs.path):
                 for line in runstate.sweep(
                         events.delete_named,
-                        lambda: recorder.listed_events(tracefs.path) or ()):
+                        lambda: listed_events(tracefs.path) or ()):
                     out.write("allocsites: %s\n" % line)
                 wanted = plain_probes(opts)
                 for path, names in binaries:
@@ -155,16 +161,16 @@ def record(opts, argv, out=sys.stderr):
                     elif merged not in plain:
                         plain.append(merged)
             if interrupts.received is None:
-                env = recorder.program_environment(os.environ, stack_size,
-                                                   opts.sample)
+                env = programenv.program_environment(os.environ, stack_size,
+                                                     opts.sample)
                 with writerwake.Waker() as waker:
-                    with recorder.Boost() as boost:
-                        cmd = recorder.record_command(
+                    with writerpriority.Boost() as boost:
+                        cmd = perfcommand.record_command(
                             perf, output, allocs, plain, stack_size, argv,
                             boost.step, pid=pid, control=waker.perf_args(),
-                            rings=recorder.RINGS_SAMPLED
+                            rings=perfcommand.RINGS_SAMPLED
                             if opts.sample and not opts.frees
-                            else recorder.RINGS_EXACT,
+                            else perfcommand.RINGS_EXACT,
                             unwind=unwind)
                         try:
                             child = subprocess.Popen(
@@ -191,16 +197,16 @@ def record(opts, argv, out=sys.stderr):
     if status is None:  # a signal came before perf started
         raise Stopped(interrupts.received)
     if interrupts.received not in (None, signal.SIGINT):
-        if os.path.exists(output) and not recorder.finished(output):
-            out.write("allocsites: %s\n" % (recorder.UNFINISHED % output))
+        if os.path.exists(output) and not datafile.finished(output):
+            out.write("allocsites: %s\n" % (datafile.UNFINISHED % output))
         raise Stopped(interrupts.received)
     if not os.path.exists(output):
         raise RecordError("perf record wrote no data (exit status %d)" % status)
-    full = recorder.disk_full(output) if status != 0 else None
+    full = datafile.disk_full(output) if status != 0 else None
     if full is not None:
         raise RecordError(full)
-    if not recorder.finished(output):
-        raise RecordError(recorder.UNFINISHED % output)
+    if not datafile.finished(output):
+        raise RecordError(datafile.UNFINISHED % output)
     out.write(moved)
     # One pass over the recording for the summary and the unprobed code,
     # kept beside it for the report (scancache.py).
@@ -223,7 +229,7 @@ def record(opts, argv, out=sys.stderr):
                   "attach are not in the recording%s\n"
                   % (name, "" if runstate.alive(pid) else
                      "; it exited while attached"))
-    recorder.write_buildids(output, [path for path, _ in binaries])
+    buildids.write_buildids(output, [path for path, _ in binaries])
     if scan is not None:
         warn_unprobed(scan.code, [path for path, _ in binaries], out)
     if pid is not None:   # the process's status is not ours to give
@@ -272,10 +278,10 @@ def wait_perf(child, duration):
 
 
 def warn_unprobed(code, probed, out):
-    """One warning per annotated file that ran unprobed (recorder.
+    """One warning per annotated file that ran unprobed (binaries.
     unprobed_code; code: the recording's executable mappings): exec'd
     programs and dlopen'ed libraries."""
-    for path in recorder.unprobed_code(code, probed):
+    for path in unprobed_code(code, probed):
         out.write("allocsites: warning: %s ran during the recording and has "
                   "rt probes, but was not probed (a program started by exec, "
                   "or a library loaded by dlopen): its allocations are not in "
@@ -308,7 +314,7 @@ def remove_events(events, tracefs):
     if not events.created:
         return events.remove()
     try:
-        with recorder.EventLock(tracefs.path):
+        with eventlock.EventLock(tracefs.path):
             return events.remove()
     except RecordError:
         return events.remove()
@@ -386,8 +392,8 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     # (bench/report_throughput.py), as in the workers (allocsites.py).
     gc.disable()
     opts = options.parse(report_args, prog="allocsites report")
-    perf = recorder.find_perf()
-    recorder.check_perf_data(data)
+    perf = prerequisites.find_perf()
+    datafile.check_perf_data(data)
     read_errors = []
     from ..read import limits, parallel
     from ..analyze import pipeline
@@ -413,7 +419,7 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
                   % (data, type(e).__name__, e))
     if scan is None:   # perf script reads what the scan cannot
         reader = None
-    probed = recorder.read_buildids(data)   # {binary: build-ids}, or {}
+    probed = buildids.read_buildids(data)   # {binary: build-ids}, or {}
     if reader is None:
         static = [p for p in sorted(probed) if elf.is_static(elf.open_elf(p))]
         if static and scan is not None and scan.unwind == "dwarf":
@@ -484,7 +490,7 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     running = scan.running() if scan is not None else []
     unseen = completeness.unseen(
         running=running if not attached else (),
-        unprobed=recorder.unprobed_code(scan.code, probed)
+        unprobed=unprobed_code(scan.code, probed)
         if scan is not None and probed else ())
     from ..analyze.symbolize import Symbolizer
     rep = pipeline.finish_report(
@@ -602,7 +608,7 @@ def dispatch(argv):
         from ..render import jsonout
         sys.stdout.write("allocsites %s (JSON report version %d; perf %s)\n"
                          % (__version__, jsonout.VERSION,
-                            recorder.perf_version() or "not found"))
+                            prerequisites.perf_version() or "not found"))
         return 0
     inv = parsers.parse(argv)
     if inv is None:    # allocsites --help
