@@ -8,6 +8,7 @@ records nothing, without an error). probedefs.py writes the definitions.
 
 import errno
 import os
+import re
 import shutil
 import tempfile
 
