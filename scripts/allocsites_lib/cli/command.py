@@ -83,13 +83,54 @@ def record(opts, argv, out=sys.stderr):
     mean gap instead of every allocation. Ctrl-C stops the program and
     keeps the recording (as perf does); SIGTERM and SIGHUP raise Stopped
     once the probe events are removed."""
-    output, stack_size = opts.output, opts.stack_size
+    output = opts.output
     alloc_probe = "sample" if opts.sample else "alloc"
     pid = getattr(opts, "pid", None)
     if not argv and pid is None:
         raise Usage("no program given after --")
     perf = prerequisites.find_perf()
     prerequisites.check_privileges()
+    prog, name, binaries = probe_targets(opts, argv, pid, alloc_probe)
+    unwind = choose_unwind(opts, prog, binaries, alloc_probe, out)
+    moved = check_output_path(output)
+    tracefs = Tracefs()
+    events = probeevents.ProbeEvents(perf)
+    # Signals are held from the first probe event to the last removal: an
+    # interrupted run must never leave events behind.
+    with Interrupts() as interrupts:
+        status = None
+        try:
+            tracefs.ensure()
+            events.tracefs = tracefs.path
+            events.state = runstate.RunState()
+            allocs, plain = add_events(events, tracefs, binaries, alloc_probe,
+                                       opts, out)
+            if interrupts.received is None:
+                status = run_perf(perf, opts, argv, pid, unwind, allocs,
+                                  plain, events, interrupts)
+        finally:
+            clean_up(events, tracefs, out)
+    check_recording(output, status, interrupts.received, out)
+    out.write(moved)
+    scan = scan_recording(output, interrupts.received == signal.SIGINT and
+                          pid is None)
+    summarize(perf, output, out, scan)
+    if pid is not None:
+        out.write("allocsites: attached to %s: its allocations before the "
+                  "attach are not in the recording%s\n"
+                  % (name, "" if runstate.alive(pid) else
+                     "; it exited while attached"))
+    buildids.write_buildids(output, [path for path, _ in binaries])
+    if scan is not None:
+        warn_unprobed(scan.code, [path for path, _ in binaries], out)
+    return record_status(status, pid, name, argv, interrupts.received, out)
+
+
+def probe_targets(opts, argv, pid, alloc_probe):
+    """(program path, its name for messages, [(path, {probe names})] of
+    the binaries to probe): the program started (argv) or attached to
+    (pid), its libraries and --lib's; a RecordError if none has the
+    allocation probe."""
     extra = [resolve_library(lib) for lib in opts.libs]
     if pid is not None:   # attach: the process's executable and its maps
         prog, libs = process_binaries(pid)
@@ -107,12 +148,25 @@ def record(opts, argv, out=sys.stderr):
     if not any(alloc_probe in names for _, names in binaries):
         raise RecordError("%s has rt probes but no rt:%s: rebuild it with the "
                           "current include/rt_probes.h" % (name, alloc_probe))
+    return prog, name, binaries
+
+
+def choose_unwind(opts, prog, binaries, alloc_probe, out):
+    """--unwind's value, auto decided (and said) from the binaries that
+    carry the allocation probe (unwindchoice.py)."""
     unwind = getattr(opts, "unwind", "dwarf")
     if unwind == "auto":
         unwind, why = unwindchoice.choose(
             [prog] + [p for p, names in binaries
                       if alloc_probe in names and p != prog])
         out.write("allocsites: --unwind auto: %s (%s)\n" % (unwind, why))
+    return unwind
+
+
+def check_output_path(output):
+    """-o's directory exists and can be written, and perf may replace
+    what is there (datafile.check_output); returns the note to print
+    after the recording ("" if none)."""
     parent = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(parent):
         raise RecordError("-o %s: directory %s does not exist" % (output, parent))
@@ -123,83 +177,99 @@ def record(opts, argv, out=sys.stderr):
     except OSError as e:
         raise RecordError("-o %s: cannot write in %s: %s"
                           % (output, parent, e.strerror or e))
-    moved = datafile.check_output(output)
-    tracefs = Tracefs()
-    events = probeevents.ProbeEvents(perf)
-    # Signals are held from the first probe event to the last removal: an
-    # interrupted run must never leave events behind.
-    with Interrupts() as interrupts:
-        status = None
-        try:
-            tracefs.ensure()
-            events.tracefs = tracefs.path
-            events.state = runstate.RunState()
-            allocs, plain = [], []
-            with eventlock.EventLock(tracefs.path):
-                for line in runstate.sweep(
-                        events.delete_named,
-                        lambda: listed_events(tracefs.path) or ()):
-                    out.write("allocsites: %s\n" % line)
-                wanted = plain_probes(opts)
-                for path, names in binaries:
-                    if alloc_probe in names:
-                        # One event for the sites of every binary, written
-                        # to tracefs; perf probe where that cannot be.
-                        merged = events.add_alloc(path, alloc_probe)
-                        if merged is None:
-                            allocs.append(events.add(path, alloc_probe))
-                        elif merged not in allocs:
-                            allocs.append(merged)
-                    kinds = names & wanted
-                    if "phase_track" in kinds:   # sampled mode, new header
-                        kinds -= {"phase_begin", "phase_end"}
-                    if not kinds:
-                        continue
-                    merged = events.add_plain(path, kinds)
-                    if merged is None:   # perf probe, one event each
-                        plain.extend(events.add(path, k) for k in sorted(kinds))
-                    elif merged not in plain:
-                        plain.append(merged)
-            if interrupts.received is None:
-                env = programenv.program_environment(os.environ, stack_size,
-                                                     opts.sample)
-                with writerwake.Waker() as waker:
-                    with writerpriority.Boost() as boost:
-                        cmd = perfcommand.record_command(
-                            perf, output, allocs, plain, stack_size, argv,
-                            boost.step, pid=pid, control=waker.perf_args(),
-                            rings=perfcommand.RINGS_SAMPLED
-                            if opts.sample and not opts.frees
-                            else perfcommand.RINGS_EXACT,
-                            unwind=unwind)
-                        try:
-                            child = subprocess.Popen(
-                                cmd, env=env, preexec_fn=boost.preexec)
-                        except (OSError, subprocess.SubprocessError) as e:
-                            raise RecordError("cannot run perf: %s" % e)
-                    waker.start()
-                    interrupts.child = child
-                    events.state.note(perf=child.pid)
-                    status = wait_perf(child, getattr(opts, "duration", None))
-                if status == "duration":   # stopped by us, as planned
-                    status = 0
-        finally:
-            failed = remove_events(events, tracefs)
-            if events.state is not None and not failed:
-                events.state.done()
-            tracefs.release()
-            if failed:
-                # Name them: 'sdt_rt:*' would delete other people's too.
-                out.write("allocsites: warning: could not remove probe events "
-                          "%s: remove them with perf probe%s\n"
-                          % (" ".join(failed),
-                             "".join(" -d " + n for n in failed)))
+    return datafile.check_output(output)
+
+
+def add_events(events, tracefs, binaries, alloc_probe, opts, out):
+    """Under the EventLock: undoes what killed runs left (runstate.sweep),
+    then creates this run's uprobe events; returns (allocation events,
+    events without a call graph)."""
+    allocs, plain = [], []
+    with eventlock.EventLock(tracefs.path):
+        for line in runstate.sweep(
+                events.delete_named,
+                lambda: listed_events(tracefs.path) or ()):
+            out.write("allocsites: %s\n" % line)
+        wanted = plain_probes(opts)
+        for path, names in binaries:
+            if alloc_probe in names:
+                # One event for the sites of every binary, written
+                # to tracefs; perf probe where that cannot be.
+                merged = events.add_alloc(path, alloc_probe)
+                if merged is None:
+                    allocs.append(events.add(path, alloc_probe))
+                elif merged not in allocs:
+                    allocs.append(merged)
+            kinds = names & wanted
+            if "phase_track" in kinds:   # sampled mode, new header
+                kinds -= {"phase_begin", "phase_end"}
+            if not kinds:
+                continue
+            merged = events.add_plain(path, kinds)
+            if merged is None:   # perf probe, one event each
+                plain.extend(events.add(path, k) for k in sorted(kinds))
+            elif merged not in plain:
+                plain.append(merged)
+    return allocs, plain
+
+
+def run_perf(perf, opts, argv, pid, unwind, allocs, plain, events,
+             interrupts):
+    """Runs perf record (its writer woken by writerwake, ahead of the
+    program by writerpriority) until it ends, or until --duration has
+    passed; returns its exit status (0 when stopped for --duration)."""
+    output, stack_size = opts.output, opts.stack_size
+    env = programenv.program_environment(os.environ, stack_size,
+                                         opts.sample)
+    with writerwake.Waker() as waker:
+        with writerpriority.Boost() as boost:
+            cmd = perfcommand.record_command(
+                perf, output, allocs, plain, stack_size, argv,
+                boost.step, pid=pid, control=waker.perf_args(),
+                rings=perfcommand.RINGS_SAMPLED
+                if opts.sample and not opts.frees
+                else perfcommand.RINGS_EXACT,
+                unwind=unwind)
+            try:
+                child = subprocess.Popen(
+                    cmd, env=env, preexec_fn=boost.preexec)
+            except (OSError, subprocess.SubprocessError) as e:
+                raise RecordError("cannot run perf: %s" % e)
+        waker.start()
+        interrupts.child = child
+        events.state.note(perf=child.pid)
+        status = wait_perf(child, getattr(opts, "duration", None))
+    if status == "duration":   # stopped by us, as planned
+        status = 0
+    return status
+
+
+def clean_up(events, tracefs, out):
+    """Removes the run's events (and its state file once they are gone)
+    and unmounts tracefs if this run mounted it; names the events that
+    could not be removed."""
+    failed = remove_events(events, tracefs)
+    if events.state is not None and not failed:
+        events.state.done()
+    tracefs.release()
+    if failed:
+        # Name them: 'sdt_rt:*' would delete other people's too.
+        out.write("allocsites: warning: could not remove probe events "
+                  "%s: remove them with perf probe%s\n"
+                  % (" ".join(failed),
+                     "".join(" -d " + n for n in failed)))
+
+
+def check_recording(output, status, received, out):
+    """Stopped for a signal other than SIGINT (received), or a RecordError
+    when perf left no usable file: none, one cut short by a full disk, or
+    one it never finished."""
     if status is None:  # a signal came before perf started
-        raise Stopped(interrupts.received)
-    if interrupts.received not in (None, signal.SIGINT):
+        raise Stopped(received)
+    if received not in (None, signal.SIGINT):
         if os.path.exists(output) and not datafile.finished(output):
             out.write("allocsites: %s\n" % (datafile.UNFINISHED % output))
-        raise Stopped(interrupts.received)
+        raise Stopped(received)
     if not os.path.exists(output):
         raise RecordError("perf record wrote no data (exit status %d)" % status)
     full = datafile.disk_full(output) if status != 0 else None
@@ -207,9 +277,12 @@ def record(opts, argv, out=sys.stderr):
         raise RecordError(full)
     if not datafile.finished(output):
         raise RecordError(datafile.UNFINISHED % output)
-    out.write(moved)
-    # One pass over the recording for the summary and the unprobed code,
-    # kept beside it for the report (scancache.py).
+
+
+def scan_recording(output, interrupted):
+    """One pass over the recording for the summary and the unprobed code,
+    kept beside it for the report (scancache.py); None if it cannot be
+    read. interrupted: stopped by SIGINT, kept for the report's verdict."""
     # Without the sample times where the native reader will report (they
     # are one Python int a sample: 9 GB of the record's memory at 10^8
     # allocations); the perf script workers' report scans again for them.
@@ -218,24 +291,21 @@ def record(opts, argv, out=sys.stderr):
         scan = perfdata.scan(output, keep_times=native.reader_path(
             ENTRY_SCRIPT) is None)
     except Exception:  # noqa: BLE001 - perf report --stats says it instead
-        scan = None
-    else:
-        if interrupts.received == signal.SIGINT and pid is None:
-            scan.stopped = "SIGINT"   # kept for the report's verdict
-        scancache.save(output, scan)
-    summarize(perf, output, out, scan)
-    if pid is not None:
-        out.write("allocsites: attached to %s: its allocations before the "
-                  "attach are not in the recording%s\n"
-                  % (name, "" if runstate.alive(pid) else
-                     "; it exited while attached"))
-    buildids.write_buildids(output, [path for path, _ in binaries])
-    if scan is not None:
-        warn_unprobed(scan.code, [path for path, _ in binaries], out)
+        return None
+    if interrupted:
+        scan.stopped = "SIGINT"   # kept for the report's verdict
+    scancache.save(output, scan)
+    return scan
+
+
+def record_status(status, pid, name, argv, received, out):
+    """record's exit status: the program's (as a shell gives it), 0 for
+    an attach that ended as planned, Ctrl-C's when perf ended the program
+    after a SIGINT to this process alone."""
     if pid is not None:   # the process's status is not ours to give
         return 0 if status in (0, -signal.SIGINT) else exit_status(
             status, name, out)
-    if interrupts.received == signal.SIGINT and \
+    if received == signal.SIGINT and \
             status in (-signal.SIGTERM, 128 + signal.SIGTERM):
         # interrupted (kill -INT of this process alone): perf stopped and
         # ended the program with SIGTERM; the status is Ctrl-C's
