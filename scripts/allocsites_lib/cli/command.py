@@ -9,12 +9,12 @@ import subprocess
 import sys
 import tempfile
 
-# The report's modules (pipeline, fold, svg, diff, parallel) are imported
-# where a report is made, not here: `allocsites record` does not need them,
+# The report's modules (pipeline, fold, svg, diff, reading, parallel) are
+# imported where a report is made, not here: `allocsites record` does not need them,
 # and their imports were a tenth of its fixed cost.
 from .. import SCRIPTS_DIR
 from . import parsers, options
-from ..read import elf, perfdata, perfrun, scancache
+from ..read import perfdata, perfrun, scancache
 from ..record import (buildids, datafile, eventlock, perfcommand,
                       prerequisites, probeevents, programenv, runstate,
                       unwindchoice, writerpriority, writerwake)
@@ -447,13 +447,13 @@ def summarize(perf, output, out, scan=None):
 INCOMPLETE = 3
 
 def report(data, report_args, stdout=None, jobs=None, err=None):
-    """Reports the recording at data: perf script workers run allocsites.py
-    on time ranges of it (parallel.py), this process merges their tallies
-    and writes the outputs. jobs: the number of workers (None: one per
-    CPU, within limits). Returns 0 (complete, or not checked), 3 when the
-    profile is incomplete (events missing, or part of the recording not
-    read: the report says which), 1 when nothing could be read, or
-    128+signal when interrupted."""
+    """Reports the recording at data: read/reading.py reads it (the native
+    reader, or perf script workers running allocsites.py on time ranges
+    of it), this process writes the outputs from the tally. jobs: the
+    number of workers (None: one per CPU, within limits). Returns 0
+    (complete, or not checked), 3 when the profile is incomplete (events
+    missing, or part of the recording not read: the report says which), 1
+    when nothing could be read, or 128+signal when interrupted."""
     stdout = stdout or sys.stdout
     err = err or sys.stderr
     # The merge, the sweep and the renderers make millions of small objects
@@ -464,94 +464,39 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     opts = options.parse(report_args, prog="allocsites report")
     perf = prerequisites.find_perf()
     datafile.check_perf_data(data)
-    read_errors = []
-    from ..read import limits, parallel
+    from ..read import parallel, reading
     from ..analyze import pipeline
     from ..analyze.fold import Tally
-    cpus = parallel.cpu_count()
-    before = parallel.cpu_use()
-    from ..read import mailbox, native
-    # The native reader (native.py) unless it is not built or
-    # ALLOCSITES_READER=perf asks for perf script's workers.
-    reader = native.reader_path(ENTRY_SCRIPT) \
-        if os.environ.get("ALLOCSITES_READER", "native") != "perf" else None
-    try:
-        # the native path needs no sample times (they grow with the file)
-        scan = scancache.scan(data, keep_times=reader is None)
-    except perfdata.PerfDataError as e:
-        scan = None
-        if e.corrupt:
-            read_errors.append("%s: %s" % (data, e))
-    except Exception as e:  # noqa: BLE001 - a scanner bug must not cost the report
-        scan = None
-        err.write("allocsites: warning: could not scan %s (%s: %s); reading "
-                  "it with one perf script worker\n"
-                  % (data, type(e).__name__, e))
-    if scan is None:   # perf script reads what the scan cannot
-        reader = None
     probed = buildids.read_buildids(data)   # {binary: build-ids}, or {}
-    if reader is None:
-        static = [p for p in sorted(probed) if elf.is_static(elf.open_elf(p))]
-        if static and scan is not None and scan.unwind == "dwarf":
-            # perf 6.1's unwinder stops at the allocator in a static
-            # binary: one site, "[no caller] ?", whatever the stack size
-            err.write("allocsites: error: cannot report %s with perf script: "
-                      "%s is statically linked, and perf's unwinding stops "
-                      "at the allocator in such a binary; the native reader "
-                      "unwinds it (make builds it; unset ALLOCSITES_READER)\n"
-                      % (data, static[0]))
-            return 1
-    # Refused before it starts when it cannot fit (limits.py): better than
-    # the kernel's OOM killer, or a full disk, halfway through.
-    if scan is not None:
-        too_big = limits.native_fits(scan.samples, tempfile.gettempdir()) \
-            if reader is not None else \
-            limits.fits(scan.samples, parallel.mem_available(),
-                        scan.decompressed)
-        if too_big:
-            err.write("allocsites: error: cannot report %s: %s\n"
-                      % (data, too_big))
-            return 1
-    if reader is None and scan is not None:
-        times = scan.times
-        k = jobs or parallel.worker_count(
-            cpus, len(times), scan.decompressed, parallel.mem_available(),
-            parallel.free_cpus(before, parallel.cpu_use(), cpus))
-        ranges = parallel.split(times, k, *parallel.costs(scan))
-    else:   # one worker on the whole file, loss from perf report --stats
-        times, ranges = [], [(None, None)]
     try:
-        if reader is not None:
-            result = native.run(reader, data, Tally(opts.min_size),
-                                scan.samples, err)
-        else:
-            result = parallel.run(
-                perf, data, ENTRY_SCRIPT, report_args, ranges, times,
-                lambda: Tally(opts.min_size),
-                pids=scan.pids if scan is not None and scan.pids else None,
-                stop_early=scan is not None and scan.all_tracepoints,
-                err=err, mailbox_path=mailbox.library_path(ENTRY_SCRIPT)
-                # With several workers on time ranges the dlfilter counted
-                # a buffer of frees twice now and then (t_threads 8000,
-                # -j 2..5: 4095 frees too many in 2 of 3 runs, also before
-                # the native reader; none in 3 runs without it), so only
-                # a single worker takes the plain events past perf's glue.
-                if os.environ.get("ALLOCSITES_MAILBOX") != "0" and
-                len(ranges) == 1 else None)
+        got = reading.read_recording(
+            data, report_args, lambda: Tally(opts.min_size), perf,
+            ENTRY_SCRIPT, probed, jobs=jobs, err=err)
     except parallel.Interrupted as e:
         err.write("allocsites: report interrupted; nothing written\n")
         return 128 + e.sig
-    except RuntimeError as e:
+    except reading.ReaderFailed as e:
         raise RecordError(str(e))
-    for line in result.passthrough:
-        err.write(line + "\n")
-    read_errors += result.read_errors
-    if not result.tallies:
-        for line in read_errors:
-            err.write("allocsites: error: %s\n" % line)
-        err.write("allocsites: no report: perf script read nothing of %s\n"
-                  % data)
+    if got is None:   # refused, or nothing read: said
         return 1
+    (lost, reason), facts = recording_facts(data, perf, got.scan, probed)
+    from ..analyze.symbolize import Symbolizer
+    result = got.result
+    rep = pipeline.finish_report(
+        result.tally, opts, Symbolizer(), lost, reason, os.path.abspath(data),
+        result.handler_errors, result.perf_inlines, got.read_errors, **facts)
+    pipeline.write_outputs(rep, opts, out=stdout, err=err)
+    if rep.bad_options:   # a --tag or --phase that names nothing
+        return 2
+    return INCOMPLETE if rep.verdict.complete is False else 0
+
+
+def recording_facts(data, perf, scan, probed):
+    """What the recording says about the profile's completeness, for
+    pipeline.finish_report: (lost, reason), and its keyword arguments
+    (build-ids, an attach, the unwinding, what ran unseen, ...). scan:
+    the recording's, or None (loss then from perf report --stats);
+    probed: {binary: build-ids} from FILE.buildids."""
     if scan is not None:
         lost, reason = scan.lost()
     else:
@@ -562,10 +507,7 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         running=running if not attached else (),
         unprobed=unprobed_code(scan.code, probed)
         if scan is not None and probed else ())
-    from ..analyze.symbolize import Symbolizer
-    rep = pipeline.finish_report(
-        result.tally, opts, Symbolizer(), lost, reason, os.path.abspath(data),
-        result.handler_errors, result.perf_inlines, read_errors,
+    return (lost, reason), dict(
         build_ids=dict(scan.build_ids if scan is not None else {},
                        **probed),
         attached=attached,
@@ -573,10 +515,6 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         unwind=scan.unwind if scan is not None else None, unseen=unseen,
         still_running=bool(attached and running),
         stopped=scan.stopped if scan is not None else None)
-    pipeline.write_outputs(rep, opts, out=stdout, err=err)
-    if rep.bad_options:   # a --tag or --phase that names nothing
-        return 2
-    return INCOMPLETE if rep.verdict.complete is False else 0
 
 
 def main(argv=None):
