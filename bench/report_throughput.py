@@ -60,7 +60,7 @@ from lib.tool_allocsites import ALLOCSITES, ROOT  # noqa: E402
 from lib.quick import WRAPPER_ENV  # noqa: E402
 from allocsites_lib.read import perfdata  # noqa: E402
 
-# The wrapper's perf options (recorder.py), its stack pad in the
+# The wrapper's perf options (perfcommand.py), its stack pad in the
 # program's environment; no frees (only the allocation event).
 RECORD_OPTIONS = ["--compression-level=3", "-m", "16384", "--no-bpf-event",
                   "--call-graph", "dwarf,8192"]

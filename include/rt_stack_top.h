@@ -26,7 +26,7 @@
  * semaphore raised when the program starts; a process that `allocsites
  * record -p` attaches to later keeps its gap). The wrapper makes the
  * other end whole: it pads the program's environment so that the top of
- * the stack lies at least a stack copy above main (recorder.py,
+ * the stack lies at least a stack copy above main (record/programenv.py,
  * STACK_PAD_VARIABLE).
  *
  * Listed once per translation unit that includes this header, like

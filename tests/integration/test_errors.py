@@ -269,8 +269,8 @@ class Errors(ProfileTest):
         _, err = proc.communicate(timeout=120)
         self.assertNotIn("Traceback", err)
         self.assertEqual(proc.returncode, 128 + signal.SIGHUP, err)
-        from allocsites_lib.record import recorder
-        if recorder.finished(data):   # perf finished it after all
+        from allocsites_lib.record import datafile
+        if datafile.finished(data):   # perf finished it after all
             rep = allocsites(["report", "-i", data])
             self.assertNotIn("Traceback", rep.stderr)
             self.assertIn("complete: not checked", rep.stdout)

@@ -6,7 +6,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import select
 import time
 
-from allocsites_lib.record import recorder, writerwake
+from allocsites_lib.record import perfcommand, writerwake
 
 
 class Interval(unittest.TestCase):
@@ -58,7 +58,7 @@ class Pings(unittest.TestCase):
         self.assertGreater(w.pings, 0)   # and the with block still ended
 
     def test_record_command_passes_the_control_fd(self):
-        cmd = recorder.record_command("perf", "o", ["sdt_rt:alloc_1"], [], 8192,
+        cmd = perfcommand.record_command("perf", "o", ["sdt_rt:alloc_1"], [], 8192,
                                       ["./prog"], control=["--control", "fd:7"])
         self.assertEqual(cmd[cmd.index("--control"):cmd.index("--control") + 2],
                          ["--control", "fd:7"])

@@ -155,7 +155,7 @@ def unseen(running=(), unprobed=()):
     """The lines for verdict's unseen. running: pids of processes still
     running when the recording ended (perfdata.Scan.running; not when
     attached, where that is the point); unprobed: files with rt probes
-    that ran code but were not probed (recorder.unprobed_code). Neither
+    that ran code but were not probed (binaries.unprobed_code). Neither
     sent an rt:exit that the recording holds, so no count can say what
     they allocated."""
     lines = []

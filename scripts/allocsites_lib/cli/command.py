@@ -9,16 +9,22 @@ import subprocess
 import sys
 import tempfile
 
-# The report's modules (pipeline, fold, svg, diff, parallel) are imported
-# where a report is made, not here: `allocsites record` does not need them,
+# The report's modules (pipeline, fold, flamegraph, diff, reading) are
+# imported where a report is made, not here: `allocsites record` does not need them,
 # and their imports were a tenth of its fixed cost.
 from .. import SCRIPTS_DIR
 from . import parsers, options
-from ..read import elf, perfdata, perfrun, scancache
-from ..record import recorder, runstate, writerwake, unwindchoice
+from ..read import perfdata, perfrun, scancache
+from ..record import (buildids, datafile, eventlock, perfcommand,
+                      prerequisites, probeevents, programenv, runstate,
+                      unwindchoice, writerpriority, writerwake)
+from ..record.binaries import (probed_binaries, process_binaries,
+                               resolve_library, resolve_program,
+                               unprobed_code)
+from ..record.tracefs import Tracefs, listed_events
 from ..analyze import completeness
 from ..read.parse import event_kind
-from ..record.recorder import RecordError
+from ..record.errors import RecordError
 from ..render.text import human_bytes, lost_words
 
 ENTRY_SCRIPT = os.path.join(SCRIPTS_DIR, "allocsites.py")
@@ -77,22 +83,63 @@ def record(opts, argv, out=sys.stderr):
     mean gap instead of every allocation. Ctrl-C stops the program and
     keeps the recording (as perf does); SIGTERM and SIGHUP raise Stopped
     once the probe events are removed."""
-    output, stack_size = opts.output, opts.stack_size
+    output = opts.output
     alloc_probe = "sample" if opts.sample else "alloc"
     pid = getattr(opts, "pid", None)
     if not argv and pid is None:
         raise Usage("no program given after --")
-    perf = recorder.find_perf()
-    recorder.check_privileges()
-    extra = [recorder.resolve_library(lib) for lib in opts.libs]
+    perf = prerequisites.find_perf()
+    prerequisites.check_privileges()
+    prog, name, binaries = probe_targets(opts, argv, pid, alloc_probe)
+    unwind = choose_unwind(opts, prog, binaries, alloc_probe, out)
+    moved = check_output_path(output)
+    tracefs = Tracefs()
+    events = probeevents.ProbeEvents(perf)
+    # Signals are held from the first probe event to the last removal: an
+    # interrupted run must never leave events behind.
+    with Interrupts() as interrupts:
+        status = None
+        try:
+            tracefs.ensure()
+            events.tracefs = tracefs.path
+            events.state = runstate.RunState()
+            allocs, plain = add_events(events, tracefs, binaries, alloc_probe,
+                                       opts, out)
+            if interrupts.received is None:
+                status = run_perf(perf, opts, argv, pid, unwind, allocs,
+                                  plain, events, interrupts)
+        finally:
+            clean_up(events, tracefs, out)
+    check_recording(output, status, interrupts.received, out)
+    out.write(moved)
+    scan = scan_recording(output, interrupts.received == signal.SIGINT and
+                          pid is None)
+    summarize(perf, output, out, scan)
+    if pid is not None:
+        out.write("allocsites: attached to %s: its allocations before the "
+                  "attach are not in the recording%s\n"
+                  % (name, "" if runstate.alive(pid) else
+                     "; it exited while attached"))
+    buildids.write_buildids(output, [path for path, _ in binaries])
+    if scan is not None:
+        warn_unprobed(scan.code, [path for path, _ in binaries], out)
+    return record_status(status, pid, name, argv, interrupts.received, out)
+
+
+def probe_targets(opts, argv, pid, alloc_probe):
+    """(program path, its name for messages, [(path, {probe names})] of
+    the binaries to probe): the program started (argv) or attached to
+    (pid), its libraries and --lib's; a RecordError if none has the
+    allocation probe."""
+    extra = [resolve_library(lib) for lib in opts.libs]
     if pid is not None:   # attach: the process's executable and its maps
-        prog, libs = recorder.process_binaries(pid)
+        prog, libs = process_binaries(pid)
         name = "process %d (%s)" % (pid, prog)
-        binaries = recorder.probed_binaries(prog, extra, libs=libs)
+        binaries = probed_binaries(prog, extra, libs=libs)
     else:
-        prog = recorder.resolve_program(argv[0])
+        prog = resolve_program(argv[0])
         name = argv[0]
-        binaries = recorder.probed_binaries(prog, extra)
+        binaries = probed_binaries(prog, extra)
     if not binaries:
         raise RecordError("no rt probes in %s or the libraries it links: build "
                           "the allocator with include/rt_probes.h (and without "
@@ -101,12 +148,25 @@ def record(opts, argv, out=sys.stderr):
     if not any(alloc_probe in names for _, names in binaries):
         raise RecordError("%s has rt probes but no rt:%s: rebuild it with the "
                           "current include/rt_probes.h" % (name, alloc_probe))
+    return prog, name, binaries
+
+
+def choose_unwind(opts, prog, binaries, alloc_probe, out):
+    """--unwind's value, auto decided (and said) from the binaries that
+    carry the allocation probe (unwindchoice.py)."""
     unwind = getattr(opts, "unwind", "dwarf")
     if unwind == "auto":
         unwind, why = unwindchoice.choose(
             [prog] + [p for p, names in binaries
                       if alloc_probe in names and p != prog])
         out.write("allocsites: --unwind auto: %s (%s)\n" % (unwind, why))
+    return unwind
+
+
+def check_output_path(output):
+    """-o's directory exists and can be written, and perf may replace
+    what is there (datafile.check_output); returns the note to print
+    after the recording ("" if none)."""
     parent = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(parent):
         raise RecordError("-o %s: directory %s does not exist" % (output, parent))
@@ -117,93 +177,112 @@ def record(opts, argv, out=sys.stderr):
     except OSError as e:
         raise RecordError("-o %s: cannot write in %s: %s"
                           % (output, parent, e.strerror or e))
-    moved = recorder.check_output(output)
-    tracefs = recorder.Tracefs()
-    events = recorder.ProbeEvents(perf)
-    # Signals are held from the first probe event to the last removal: an
-    # interrupted run must never leave events behind.
-    with Interrupts() as interrupts:
-        status = None
-        try:
-            tracefs.ensure()
-            events.tracefs = tracefs.path
-            events.state = runstate.RunState()
-            allocs, plain = [], []
-            with recorder.EventLock(tracefs.path):
-                for line in runstate.sweep(
-                        events.delete_named,
-                        lambda: recorder.listed_events(tracefs.path) or ()):
-                    out.write("allocsites: %s\n" % line)
-                wanted = plain_probes(opts)
-                for path, names in binaries:
-                    if alloc_probe in names:
-                        # One event for the sites of every binary, written
-                        # to tracefs; perf probe where that cannot be.
-                        merged = events.add_alloc(path, alloc_probe)
-                        if merged is None:
-                            allocs.append(events.add(path, alloc_probe))
-                        elif merged not in allocs:
-                            allocs.append(merged)
-                    kinds = names & wanted
-                    if "phase_track" in kinds:   # sampled mode, new header
-                        kinds -= {"phase_begin", "phase_end"}
-                    if not kinds:
-                        continue
-                    merged = events.add_plain(path, kinds)
-                    if merged is None:   # perf probe, one event each
-                        plain.extend(events.add(path, k) for k in sorted(kinds))
-                    elif merged not in plain:
-                        plain.append(merged)
-            if interrupts.received is None:
-                env = recorder.program_environment(os.environ, stack_size,
-                                                   opts.sample)
-                with writerwake.Waker() as waker:
-                    with recorder.Boost() as boost:
-                        cmd = recorder.record_command(
-                            perf, output, allocs, plain, stack_size, argv,
-                            boost.step, pid=pid, control=waker.perf_args(),
-                            rings=recorder.RINGS_SAMPLED
-                            if opts.sample and not opts.frees
-                            else recorder.RINGS_EXACT,
-                            unwind=unwind)
-                        try:
-                            child = subprocess.Popen(
-                                cmd, env=env, preexec_fn=boost.preexec)
-                        except (OSError, subprocess.SubprocessError) as e:
-                            raise RecordError("cannot run perf: %s" % e)
-                    waker.start()
-                    interrupts.child = child
-                    events.state.note(perf=child.pid)
-                    status = wait_perf(child, getattr(opts, "duration", None))
-                if status == "duration":   # stopped by us, as planned
-                    status = 0
-        finally:
-            failed = remove_events(events, tracefs)
-            if events.state is not None and not failed:
-                events.state.done()
-            tracefs.release()
-            if failed:
-                # Name them: 'sdt_rt:*' would delete other people's too.
-                out.write("allocsites: warning: could not remove probe events "
-                          "%s: remove them with perf probe%s\n"
-                          % (" ".join(failed),
-                             "".join(" -d " + n for n in failed)))
+    return datafile.check_output(output)
+
+
+def add_events(events, tracefs, binaries, alloc_probe, opts, out):
+    """Under the EventLock: undoes what killed runs left (runstate.sweep),
+    then creates this run's uprobe events; returns (allocation events,
+    events without a call graph)."""
+    allocs, plain = [], []
+    with eventlock.EventLock(tracefs.path):
+        for line in runstate.sweep(
+                events.delete_named,
+                lambda: listed_events(tracefs.path) or ()):
+            out.write("allocsites: %s\n" % line)
+        wanted = plain_probes(opts)
+        for path, names in binaries:
+            if alloc_probe in names:
+                # One event for the sites of every binary, written
+                # to tracefs; perf probe where that cannot be.
+                merged = events.add_alloc(path, alloc_probe)
+                if merged is None:
+                    allocs.append(events.add(path, alloc_probe))
+                elif merged not in allocs:
+                    allocs.append(merged)
+            kinds = names & wanted
+            if "phase_track" in kinds:   # sampled mode, new header
+                kinds -= {"phase_begin", "phase_end"}
+            if not kinds:
+                continue
+            merged = events.add_plain(path, kinds)
+            if merged is None:   # perf probe, one event each
+                plain.extend(events.add(path, k) for k in sorted(kinds))
+            elif merged not in plain:
+                plain.append(merged)
+    return allocs, plain
+
+
+def run_perf(perf, opts, argv, pid, unwind, allocs, plain, events,
+             interrupts):
+    """Runs perf record (its writer woken by writerwake, ahead of the
+    program by writerpriority) until it ends, or until --duration has
+    passed; returns its exit status (0 when stopped for --duration)."""
+    output, stack_size = opts.output, opts.stack_size
+    env = programenv.program_environment(os.environ, stack_size,
+                                         opts.sample)
+    with writerwake.Waker() as waker:
+        with writerpriority.Boost() as boost:
+            cmd = perfcommand.record_command(
+                perf, output, allocs, plain, stack_size, argv,
+                boost.step, pid=pid, control=waker.perf_args(),
+                rings=perfcommand.RINGS_SAMPLED
+                if opts.sample and not opts.frees
+                else perfcommand.RINGS_EXACT,
+                unwind=unwind)
+            try:
+                child = subprocess.Popen(
+                    cmd, env=env, preexec_fn=boost.preexec)
+            except (OSError, subprocess.SubprocessError) as e:
+                raise RecordError("cannot run perf: %s" % e)
+        waker.start()
+        interrupts.child = child
+        events.state.note(perf=child.pid)
+        status = wait_perf(child, getattr(opts, "duration", None))
+    if status == "duration":   # stopped by us, as planned
+        status = 0
+    return status
+
+
+def clean_up(events, tracefs, out):
+    """Removes the run's events (and its state file once they are gone)
+    and unmounts tracefs if this run mounted it; names the events that
+    could not be removed."""
+    failed = remove_events(events, tracefs)
+    if events.state is not None and not failed:
+        events.state.done()
+    tracefs.release()
+    if failed:
+        # Name them: 'sdt_rt:*' would delete other people's too.
+        out.write("allocsites: warning: could not remove probe events "
+                  "%s: remove them with perf probe%s\n"
+                  % (" ".join(failed),
+                     "".join(" -d " + n for n in failed)))
+
+
+def check_recording(output, status, received, out):
+    """Stopped for a signal other than SIGINT (received), or a RecordError
+    when perf left no usable file: none, one cut short by a full disk, or
+    one it never finished."""
     if status is None:  # a signal came before perf started
-        raise Stopped(interrupts.received)
-    if interrupts.received not in (None, signal.SIGINT):
-        if os.path.exists(output) and not recorder.finished(output):
-            out.write("allocsites: %s\n" % (recorder.UNFINISHED % output))
-        raise Stopped(interrupts.received)
+        raise Stopped(received)
+    if received not in (None, signal.SIGINT):
+        if os.path.exists(output) and not datafile.finished(output):
+            out.write("allocsites: %s\n" % (datafile.UNFINISHED % output))
+        raise Stopped(received)
     if not os.path.exists(output):
         raise RecordError("perf record wrote no data (exit status %d)" % status)
-    full = recorder.disk_full(output) if status != 0 else None
+    full = datafile.disk_full(output) if status != 0 else None
     if full is not None:
         raise RecordError(full)
-    if not recorder.finished(output):
-        raise RecordError(recorder.UNFINISHED % output)
-    out.write(moved)
-    # One pass over the recording for the summary and the unprobed code,
-    # kept beside it for the report (scancache.py).
+    if not datafile.finished(output):
+        raise RecordError(datafile.UNFINISHED % output)
+
+
+def scan_recording(output, interrupted):
+    """One pass over the recording for the summary and the unprobed code,
+    kept beside it for the report (scancache.py); None if it cannot be
+    read. interrupted: stopped by SIGINT, kept for the report's verdict."""
     # Without the sample times where the native reader will report (they
     # are one Python int a sample: 9 GB of the record's memory at 10^8
     # allocations); the perf script workers' report scans again for them.
@@ -212,24 +291,21 @@ def record(opts, argv, out=sys.stderr):
         scan = perfdata.scan(output, keep_times=native.reader_path(
             ENTRY_SCRIPT) is None)
     except Exception:  # noqa: BLE001 - perf report --stats says it instead
-        scan = None
-    else:
-        if interrupts.received == signal.SIGINT and pid is None:
-            scan.stopped = "SIGINT"   # kept for the report's verdict
-        scancache.save(output, scan)
-    summarize(perf, output, out, scan)
-    if pid is not None:
-        out.write("allocsites: attached to %s: its allocations before the "
-                  "attach are not in the recording%s\n"
-                  % (name, "" if runstate.alive(pid) else
-                     "; it exited while attached"))
-    recorder.write_buildids(output, [path for path, _ in binaries])
-    if scan is not None:
-        warn_unprobed(scan.code, [path for path, _ in binaries], out)
+        return None
+    if interrupted:
+        scan.stopped = "SIGINT"   # kept for the report's verdict
+    scancache.save(output, scan)
+    return scan
+
+
+def record_status(status, pid, name, argv, received, out):
+    """record's exit status: the program's (as a shell gives it), 0 for
+    an attach that ended as planned, Ctrl-C's when perf ended the program
+    after a SIGINT to this process alone."""
     if pid is not None:   # the process's status is not ours to give
         return 0 if status in (0, -signal.SIGINT) else exit_status(
             status, name, out)
-    if interrupts.received == signal.SIGINT and \
+    if received == signal.SIGINT and \
             status in (-signal.SIGTERM, 128 + signal.SIGTERM):
         # interrupted (kill -INT of this process alone): perf stopped and
         # ended the program with SIGTERM; the status is Ctrl-C's
@@ -272,10 +348,10 @@ def wait_perf(child, duration):
 
 
 def warn_unprobed(code, probed, out):
-    """One warning per annotated file that ran unprobed (recorder.
+    """One warning per annotated file that ran unprobed (binaries.
     unprobed_code; code: the recording's executable mappings): exec'd
     programs and dlopen'ed libraries."""
-    for path in recorder.unprobed_code(code, probed):
+    for path in unprobed_code(code, probed):
         out.write("allocsites: warning: %s ran during the recording and has "
                   "rt probes, but was not probed (a program started by exec, "
                   "or a library loaded by dlopen): its allocations are not in "
@@ -308,7 +384,7 @@ def remove_events(events, tracefs):
     if not events.created:
         return events.remove()
     try:
-        with recorder.EventLock(tracefs.path):
+        with eventlock.EventLock(tracefs.path):
             return events.remove()
     except RecordError:
         return events.remove()
@@ -371,13 +447,13 @@ def summarize(perf, output, out, scan=None):
 INCOMPLETE = 3
 
 def report(data, report_args, stdout=None, jobs=None, err=None):
-    """Reports the recording at data: perf script workers run allocsites.py
-    on time ranges of it (parallel.py), this process merges their tallies
-    and writes the outputs. jobs: the number of workers (None: one per
-    CPU, within limits). Returns 0 (complete, or not checked), 3 when the
-    profile is incomplete (events missing, or part of the recording not
-    read: the report says which), 1 when nothing could be read, or
-    128+signal when interrupted."""
+    """Reports the recording at data: read/reading.py reads it (the native
+    reader, or perf script workers running allocsites.py on time ranges
+    of it), this process writes the outputs from the tally. jobs: the
+    number of workers (None: one per CPU, within limits). Returns 0
+    (complete, or not checked), 3 when the profile is incomplete (events
+    missing, or part of the recording not read: the report says which), 1
+    when nothing could be read, or 128+signal when interrupted."""
     stdout = stdout or sys.stdout
     err = err or sys.stderr
     # The merge, the sweep and the renderers make millions of small objects
@@ -386,97 +462,42 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     # (bench/report_throughput.py), as in the workers (allocsites.py).
     gc.disable()
     opts = options.parse(report_args, prog="allocsites report")
-    perf = recorder.find_perf()
-    recorder.check_perf_data(data)
-    read_errors = []
-    from ..read import (limits, interrupts, time_ranges, worker_sizing,
-                        workers)
+    perf = prerequisites.find_perf()
+    datafile.check_perf_data(data)
+    from ..read import interrupts, reading
     from .. import pipeline
     from ..analyze.fold import Tally
-    cpus = worker_sizing.cpu_count()
-    before = worker_sizing.cpu_use()
-    from ..read import mailbox, native
-    # The native reader (native.py) unless it is not built or
-    # ALLOCSITES_READER=perf asks for perf script's workers.
-    reader = native.reader_path(ENTRY_SCRIPT) \
-        if os.environ.get("ALLOCSITES_READER", "native") != "perf" else None
+    probed = buildids.read_buildids(data)   # {binary: build-ids}, or {}
     try:
-        # the native path needs no sample times (they grow with the file)
-        scan = scancache.scan(data, keep_times=reader is None)
-    except perfdata.PerfDataError as e:
-        scan = None
-        if e.corrupt:
-            read_errors.append("%s: %s" % (data, e))
-    except Exception as e:  # noqa: BLE001 - a scanner bug must not cost the report
-        scan = None
-        err.write("allocsites: warning: could not scan %s (%s: %s); reading "
-                  "it with one perf script worker\n"
-                  % (data, type(e).__name__, e))
-    if scan is None:   # perf script reads what the scan cannot
-        reader = None
-    probed = recorder.read_buildids(data)   # {binary: build-ids}, or {}
-    if reader is None:
-        static = [p for p in sorted(probed) if elf.is_static(elf.open_elf(p))]
-        if static and scan is not None and scan.unwind == "dwarf":
-            # perf 6.1's unwinder stops at the allocator in a static
-            # binary: one site, "[no caller] ?", whatever the stack size
-            err.write("allocsites: error: cannot report %s with perf script: "
-                      "%s is statically linked, and perf's unwinding stops "
-                      "at the allocator in such a binary; the native reader "
-                      "unwinds it (make builds it; unset ALLOCSITES_READER)\n"
-                      % (data, static[0]))
-            return 1
-    # Refused before it starts when it cannot fit (limits.py): better than
-    # the kernel's OOM killer, or a full disk, halfway through.
-    if scan is not None:
-        too_big = limits.native_fits(scan.samples, tempfile.gettempdir()) \
-            if reader is not None else \
-            limits.fits(scan.samples, worker_sizing.mem_available(),
-                        scan.decompressed)
-        if too_big:
-            err.write("allocsites: error: cannot report %s: %s\n"
-                      % (data, too_big))
-            return 1
-    if reader is None and scan is not None:
-        times = scan.times
-        k = jobs or worker_sizing.worker_count(
-            cpus, len(times), scan.decompressed, worker_sizing.mem_available(),
-            worker_sizing.free_cpus(before, worker_sizing.cpu_use(), cpus))
-        ranges = time_ranges.split(times, k, *time_ranges.costs(scan))
-    else:   # one worker on the whole file, loss from perf report --stats
-        times, ranges = [], [(None, None)]
-    try:
-        if reader is not None:
-            result = native.run(reader, data, Tally(opts.min_size),
-                                scan.samples, err)
-        else:
-            result = workers.run(
-                perf, data, ENTRY_SCRIPT, report_args, ranges, times,
-                lambda: Tally(opts.min_size),
-                pids=scan.pids if scan is not None and scan.pids else None,
-                stop_early=scan is not None and scan.all_tracepoints,
-                err=err, mailbox_path=mailbox.library_path(ENTRY_SCRIPT)
-                # With several workers on time ranges the dlfilter counted
-                # a buffer of frees twice now and then (t_threads 8000,
-                # -j 2..5: 4095 frees too many in 2 of 3 runs, also before
-                # the native reader; none in 3 runs without it), so only
-                # a single worker takes the plain events past perf's glue.
-                if os.environ.get("ALLOCSITES_MAILBOX") != "0" and
-                len(ranges) == 1 else None)
+        got = reading.read_recording(
+            data, report_args, lambda: Tally(opts.min_size), perf,
+            ENTRY_SCRIPT, probed, jobs=jobs, err=err)
     except interrupts.Interrupted as e:
         err.write("allocsites: report interrupted; nothing written\n")
         return 128 + e.sig
-    except RuntimeError as e:
+    except reading.ReaderFailed as e:
         raise RecordError(str(e))
-    for line in result.passthrough:
-        err.write(line + "\n")
-    read_errors += result.read_errors
-    if not result.tallies:
-        for line in read_errors:
-            err.write("allocsites: error: %s\n" % line)
-        err.write("allocsites: no report: perf script read nothing of %s\n"
-                  % data)
+    if got is None:   # refused, or nothing read: said
         return 1
+    (lost, reason), facts = recording_facts(data, perf, got.scan, probed)
+    from ..analyze.symbolize import Symbolizer
+    result = got.result
+    rep = pipeline.report(
+        result.tally, opts, Symbolizer(), lost, reason, os.path.abspath(data),
+        out=stdout, err=err, handler_errors=result.handler_errors,
+        perf_inlines=result.perf_inlines, read_errors=got.read_errors,
+        **facts)
+    if rep.bad_options:   # a --tag or --phase that names nothing
+        return 2
+    return INCOMPLETE if rep.verdict.complete is False else 0
+
+
+def recording_facts(data, perf, scan, probed):
+    """What the recording says about the profile's completeness, for
+    pipeline.report: (lost, reason), and its keyword arguments
+    (build-ids, an attach, the unwinding, what ran unseen, ...). scan:
+    the recording's, or None (loss then from perf report --stats);
+    probed: {binary: build-ids} from FILE.buildids."""
     if scan is not None:
         lost, reason = scan.lost()
     else:
@@ -485,13 +506,9 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     running = scan.running() if scan is not None else []
     unseen = completeness.unseen(
         running=running if not attached else (),
-        unprobed=recorder.unprobed_code(scan.code, probed)
+        unprobed=unprobed_code(scan.code, probed)
         if scan is not None and probed else ())
-    from ..analyze.symbolize import Symbolizer
-    rep = pipeline.report(
-        result.tally, opts, Symbolizer(), lost, reason, os.path.abspath(data),
-        out=stdout, err=err, handler_errors=result.handler_errors,
-        perf_inlines=result.perf_inlines, read_errors=read_errors,
+    return (lost, reason), dict(
         build_ids=dict(scan.build_ids if scan is not None else {},
                        **probed),
         attached=attached,
@@ -499,9 +516,6 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         unwind=scan.unwind if scan is not None else None, unseen=unseen,
         still_running=bool(attached and running),
         stopped=scan.stopped if scan is not None else None)
-    if rep.bad_options:   # a --tag or --phase that names nothing
-        return 2
-    return INCOMPLETE if rep.verdict.complete is False else 0
 
 
 def main(argv=None):
@@ -603,7 +617,7 @@ def dispatch(argv):
         from ..render import jsonout
         sys.stdout.write("allocsites %s (JSON report version %d; perf %s)\n"
                          % (__version__, jsonout.VERSION,
-                            recorder.perf_version() or "not found"))
+                            prerequisites.perf_version() or "not found"))
         return 0
     inv = parsers.parse(argv)
     if inv is None:    # allocsites --help

@@ -15,7 +15,7 @@ import collections
 import os
 
 from . import options
-from ..record import recorder
+from ..record import perfcommand
 from .options import UsageError
 
 # The largest mean gap the header takes (RT_SAMPLE_BYTES_MAX in
@@ -188,11 +188,11 @@ def add_record_options(p):
                         "cost; 0 or absent: every allocation "
                         "(docs/sampling.md)")
     g.add_argument("--stack-size", type=stack_size,
-                   default=recorder.DEFAULT_STACK_SIZE, metavar="BYTES",
+                   default=perfcommand.DEFAULT_STACK_SIZE, metavar="BYTES",
                    help="user stack copied per allocation for unwinding "
                         "(default %d, max 65528, multiple of 8); raise it "
                         "when the report says stacks were cut short"
-                        % recorder.DEFAULT_STACK_SIZE)
+                        % perfcommand.DEFAULT_STACK_SIZE)
     g.add_argument("--unwind", choices=("dwarf", "fp", "auto", "none"),
                    default="dwarf",
                    help="how stacks are taken: dwarf (default) copies "

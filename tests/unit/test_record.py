@@ -1,6 +1,6 @@
-"""recorder.py and perfstderr.py without perf: the perf record command
-line, ring sizes, the priority boost, perf.data checks, timeouts, and
-perf's read errors."""
+"""record/'s modules and perfstderr.py without perf: the perf record
+command line, ring sizes, the priority boost, perf.data checks, timeouts,
+and perf's read errors."""
 import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
@@ -8,15 +8,17 @@ import struct
 import tempfile
 
 from allocsites_lib.read import perfstderr
-from allocsites_lib.record import recorder
-from allocsites_lib.record.recorder import RecordError
+from allocsites_lib.record import (binaries, buildids, datafile, eventlock,
+                                   helpercmd, perfcommand, probeevents,
+                                   programenv, writerpriority)
+from allocsites_lib.record.errors import RecordError
 
 
 class RecordCommandTest(unittest.TestCase):
     def test_defaults(self):
-        cmd = recorder.record_command("perf", "out.data", ["sdt_rt:alloc"],
+        cmd = perfcommand.record_command("perf", "out.data", ["sdt_rt:alloc"],
                                       ["sdt_rt:exit"], 8192, ["./prog", "a b"])
-        pages = str(recorder.mmap_pages())
+        pages = str(perfcommand.mmap_pages())
         self.assertEqual(cmd, [
             "perf", "record", "-o", "out.data", "-m", pages,
             "--compression-level=3", "--no-bpf-event",
@@ -24,22 +26,22 @@ class RecordCommandTest(unittest.TestCase):
             "-e", "sdt_rt:exit/call-graph=no/", "--", "./prog", "a b"])
 
     def test_boost_gives_the_program_its_priority_back(self):
-        cmd = recorder.record_command("perf", "o", ["sdt_rt:alloc_1"], [], 4096,
+        cmd = perfcommand.record_command("perf", "o", ["sdt_rt:alloc_1"], [], 4096,
                                       ["./prog", "-n"], boost=10)
         self.assertEqual(cmd[cmd.index("--"):], ["--", "nice", "-n", "10", "--", "./prog", "-n"])
 
     def test_default_stack_size(self):
-        self.assertEqual(recorder.DEFAULT_STACK_SIZE, 8192)
+        self.assertEqual(perfcommand.DEFAULT_STACK_SIZE, 8192)
 
 
 class CompressionFlagTest(unittest.TestCase):
     def test_level_3_unless_set(self):
-        self.assertEqual(recorder.compression_flag({}),
+        self.assertEqual(perfcommand.compression_flag({}),
                          "--compression-level=3")
-        self.assertEqual(recorder.compression_flag(
+        self.assertEqual(perfcommand.compression_flag(
             {"ALLOCSITES_ZSTD_LEVEL": "6"}), "--compression-level=6")
         for bad in ("0", "23", "x", "-1", ""):
-            self.assertEqual(recorder.compression_flag(
+            self.assertEqual(perfcommand.compression_flag(
                 {"ALLOCSITES_ZSTD_LEVEL": bad}), "--compression-level=3")
 
 
@@ -49,55 +51,55 @@ class ProgramEnvironmentTest(unittest.TestCase):
     twice as large"), RT_SAMPLE_BYTES in sampled mode, the rest as given."""
 
     def test_pad_one_stack_copy_long(self):
-        env = recorder.program_environment({"HOME": "/h"}, 8192)
-        self.assertEqual(env[recorder.STACK_PAD_VARIABLE], "." * 8192)
+        env = programenv.program_environment({"HOME": "/h"}, 8192)
+        self.assertEqual(env[programenv.STACK_PAD_VARIABLE], "." * 8192)
         self.assertEqual(env["HOME"], "/h")
         self.assertNotIn("RT_SAMPLE_BYTES", env)
-        self.assertEqual(len(recorder.program_environment(
-            {}, 65528)[recorder.STACK_PAD_VARIABLE]), 65528)
+        self.assertEqual(len(programenv.program_environment(
+            {}, 65528)[programenv.STACK_PAD_VARIABLE]), 65528)
 
     def test_sampled_rate(self):
-        env = recorder.program_environment({}, 8192, 524288)
+        env = programenv.program_environment({}, 8192, 524288)
         self.assertEqual(env["RT_SAMPLE_BYTES"], "524288")
 
     def test_caller_value_kept_and_base_untouched(self):
-        base = {recorder.STACK_PAD_VARIABLE: ""}
-        env = recorder.program_environment(base, 8192)
-        self.assertEqual(env[recorder.STACK_PAD_VARIABLE], "")
+        base = {programenv.STACK_PAD_VARIABLE: ""}
+        env = programenv.program_environment(base, 8192)
+        self.assertEqual(env[programenv.STACK_PAD_VARIABLE], "")
         base2 = {}
-        recorder.program_environment(base2, 8192)
+        programenv.program_environment(base2, 8192)
         self.assertEqual(base2, {})
 
 
 class MmapPagesTest(unittest.TestCase):
     def test_two_cpus_get_128_mib_each(self):
-        self.assertEqual(recorder.mmap_pages(cpus=2), 32768)
+        self.assertEqual(perfcommand.mmap_pages(cpus=2), 32768)
 
     def test_sampled_rings_are_small(self):
-        sampled = recorder.RINGS_SAMPLED
-        self.assertEqual(recorder.mmap_pages(cpus=2, rings=sampled), 4096)
-        self.assertEqual(recorder.mmap_pages(cpus=1, rings=sampled), 4096)
-        self.assertEqual(recorder.mmap_pages(cpus=64, rings=sampled), 1024)
-        cmd = recorder.record_command("perf", "o", ["sdt_rt:sample_1"], [],
+        sampled = perfcommand.RINGS_SAMPLED
+        self.assertEqual(perfcommand.mmap_pages(cpus=2, rings=sampled), 4096)
+        self.assertEqual(perfcommand.mmap_pages(cpus=1, rings=sampled), 4096)
+        self.assertEqual(perfcommand.mmap_pages(cpus=64, rings=sampled), 1024)
+        cmd = perfcommand.record_command("perf", "o", ["sdt_rt:sample_1"], [],
                                       8192, ["./p"], rings=sampled)
         self.assertEqual(cmd[cmd.index("-m") + 1], "4096")
 
     def test_one_cpu_is_capped_at_128_mib(self):
-        self.assertEqual(recorder.mmap_pages(cpus=1), 32768)
+        self.assertEqual(perfcommand.mmap_pages(cpus=1), 32768)
 
     def test_many_cpus_get_at_least_16_mib(self):
-        self.assertEqual(recorder.mmap_pages(cpus=64), 4096)
+        self.assertEqual(perfcommand.mmap_pages(cpus=64), 4096)
 
     def test_power_of_two_below_the_share(self):
         # 256 MiB / 3 = 85.3 MiB -> 64 MiB = 16384 pages
-        self.assertEqual(recorder.mmap_pages(cpus=3), 16384)
+        self.assertEqual(perfcommand.mmap_pages(cpus=3), 16384)
 
 
 class BoostTest(unittest.TestCase):
     def test_restores_the_priority_it_found(self):
         before = os.getpriority(os.PRIO_PROCESS, 0)
         policy = os.sched_getscheduler(0)
-        with recorder.Boost() as boost:
+        with writerpriority.Boost() as boost:
             inside = os.getpriority(os.PRIO_PROCESS, 0)
         self.assertEqual(os.getpriority(os.PRIO_PROCESS, 0), before)
         self.assertEqual(os.sched_getscheduler(0), policy)
@@ -112,7 +114,7 @@ class BoostTest(unittest.TestCase):
         program it forks gets (the caller's policy), from a real child
         and grandchild."""
         import subprocess
-        with recorder.Boost() as boost:
+        with writerpriority.Boost() as boost:
             if not boost.realtime:
                 self.skipTest("no privilege for SCHED_FIFO")
             out = subprocess.run(
@@ -140,12 +142,12 @@ class CheckPerfDataTest(unittest.TestCase):
 
     def test_whole_file_passes(self):
         perf_data(self.path, 424, 1000, 424 + 1000 + 300)
-        recorder.check_perf_data(self.path)
+        datafile.check_perf_data(self.path)
 
     def test_file_cut_inside_its_data(self):
         perf_data(self.path, 424, 1000, 1000)
         with self.assertRaises(RecordError) as cm:
-            recorder.check_perf_data(self.path)
+            datafile.check_perf_data(self.path)
         self.assertEqual(str(cm.exception), "%s is truncated or not a complete "
                          "perf.data (424 of its 1000 bytes of data are missing)"
                          % self.path)
@@ -154,28 +156,28 @@ class CheckPerfDataTest(unittest.TestCase):
         with open(self.path, "wb") as f:
             f.write(b"PERFILE2" + b"\0" * 20)
         with self.assertRaisesRegex(RecordError, "truncated or not a complete"):
-            recorder.check_perf_data(self.path)
+            datafile.check_perf_data(self.path)
 
     def test_not_perf_data(self):
         with open(self.path, "wb") as f:
             f.write(b"<svg>" + b"\0" * 100)
         with self.assertRaisesRegex(RecordError, "not a perf.data file"):
-            recorder.check_perf_data(self.path)
+            datafile.check_perf_data(self.path)
 
 
 class RunTest(unittest.TestCase):
     def test_output_and_status(self):
-        proc = recorder.run(["sh", "-c", "echo out; echo err >&2; exit 3"])
+        proc = helpercmd.run(["sh", "-c", "echo out; echo err >&2; exit 3"])
         self.assertEqual((proc.returncode, proc.stdout), (3, b"out\nerr\n"))
 
     def test_a_command_that_does_not_answer_is_one_line(self):
         with self.assertRaises(RecordError) as cm:
-            recorder.run(["sleep", "30"], timeout=0.2)
+            helpercmd.run(["sleep", "30"], timeout=0.2)
         self.assertRegex(str(cm.exception), r"^sleep did not answer in 0 s \(30\)")
 
     def test_missing_command(self):
         with self.assertRaisesRegex(RecordError, "cannot run /nonexistent/x"):
-            recorder.run(["/nonexistent/x"])
+            helpercmd.run(["/nonexistent/x"])
 
 
 class PerfStderrTest(unittest.TestCase):
@@ -226,7 +228,7 @@ class ProbeEventsRemoveTest(unittest.TestCase):
     def test_one_call_for_all(self):
         with tempfile.TemporaryDirectory() as tmp:
             perf, log = self.fake_perf(tmp, "nothing-fails")
-            events = recorder.ProbeEvents(perf)
+            events = probeevents.ProbeEvents(perf)
             events.created = ["sdt_rt:alloc_1", "sdt_rt:exit_1"]
             self.assertEqual(events.remove(), [])
             with open(log) as f:
@@ -236,7 +238,7 @@ class ProbeEventsRemoveTest(unittest.TestCase):
     def test_failure_named(self):
         with tempfile.TemporaryDirectory() as tmp:
             perf, log = self.fake_perf(tmp, "exit_1")
-            events = recorder.ProbeEvents(perf)
+            events = probeevents.ProbeEvents(perf)
             events.created = ["sdt_rt:alloc_1", "sdt_rt:exit_1"]
             self.assertEqual(events.remove(), ["sdt_rt:exit_1"])
             with open(log) as f:
@@ -257,7 +259,7 @@ class ProbeEventsAddTest(unittest.TestCase):
         os.chmod(perf, 0o755)
         with open(os.path.join(tmp, "uprobe_events"), "w") as f:
             f.write(listed)
-        events = recorder.ProbeEvents(perf, tmp)
+        events = probeevents.ProbeEvents(perf, tmp)
         self.addCleanup(events.remove)
         return events
 
@@ -289,13 +291,13 @@ class ResolveLibraryTest(unittest.TestCase):
                     open(lib, "wb") as dst:
                 dst.write(src.read())
             os.chmod(lib, 0o644)
-            self.assertEqual(recorder.resolve_library(lib), lib)
+            self.assertEqual(binaries.resolve_library(lib), lib)
             with open(os.path.join(tmp, "text.so"), "w") as f:
                 f.write("not elf")
             with self.assertRaisesRegex(RecordError, "not an ELF64"):
-                recorder.resolve_library(os.path.join(tmp, "text.so"))
+                binaries.resolve_library(os.path.join(tmp, "text.so"))
             with self.assertRaisesRegex(RecordError, "no such file"):
-                recorder.resolve_library(os.path.join(tmp, "none.so"))
+                binaries.resolve_library(os.path.join(tmp, "none.so"))
 
 
 class CheckOutputTest(unittest.TestCase):
@@ -304,24 +306,24 @@ class CheckOutputTest(unittest.TestCase):
     def test_cases(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "run.data")
-            self.assertEqual(recorder.check_output(out), "")
+            self.assertEqual(datafile.check_output(out), "")
             with open(out, "w") as f:
                 f.write("my notes\n")
             with self.assertRaisesRegex(RecordError, "exists and is not a "
                                         "perf.data recording; not touching"):
-                recorder.check_output(out)
+                datafile.check_output(out)
             with open(out, "wb") as f:
-                f.write(recorder.PERF_MAGIC + b"\0" * 100)
-            self.assertEqual(recorder.check_output(out),
+                f.write(datafile.PERF_MAGIC + b"\0" * 100)
+            self.assertEqual(datafile.check_output(out),
                              "allocsites: the previous %s is kept as %s.old\n"
                              % (out, out))
             with open(out + ".old", "w") as f:
                 f.write("precious\n")
             with self.assertRaisesRegex(RecordError, "run.data.old, which "
                                         "exists and is not a perf.data"):
-                recorder.check_output(out)
+                datafile.check_output(out)
             with self.assertRaisesRegex(RecordError, "is a directory"):
-                recorder.check_output(tmp)
+                datafile.check_output(tmp)
 
 
 class BuildIdsTest(unittest.TestCase):
@@ -331,28 +333,28 @@ class BuildIdsTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             data = os.path.join(tmp, "run.data")
             sh = os.path.realpath("/bin/sh")
-            recorder.write_buildids(data, [sh, os.path.join(tmp, "gone")])
-            ids = recorder.read_buildids(data)
+            buildids.write_buildids(data, [sh, os.path.join(tmp, "gone")])
+            ids = buildids.read_buildids(data)
             self.assertEqual(list(ids), [sh])
             [bid] = ids[sh]
             self.assertRegex(bid, "^[0-9a-f]{40}$")
-            self.assertEqual(recorder.read_buildids(os.path.join(tmp, "x")),
+            self.assertEqual(buildids.read_buildids(os.path.join(tmp, "x")),
                              {})
-            with open(recorder.buildids_path(data), "w") as f:
+            with open(buildids.buildids_path(data), "w") as f:
                 f.write("[1, 2]")
-            self.assertEqual(recorder.read_buildids(data), {})
+            self.assertEqual(buildids.read_buildids(data), {})
 
 
 class EventLockTest(unittest.TestCase):
     def test_second_holder_waits_then_gives_up_with_one_line(self):
         with tempfile.TemporaryDirectory() as tmp:
             open(os.path.join(tmp, "uprobe_events"), "w").close()
-            with recorder.EventLock(tmp):
+            with eventlock.EventLock(tmp):
                 with self.assertRaisesRegex(RecordError, r"another allocsites has held "
                                             r".*uprobe_events for 0 s"):
-                    with recorder.EventLock(tmp, timeout=0.1):
+                    with eventlock.EventLock(tmp, timeout=0.1):
                         pass
-            with recorder.EventLock(tmp, timeout=0.1):   # free again
+            with eventlock.EventLock(tmp, timeout=0.1):   # free again
                 pass
 
 
@@ -367,7 +369,7 @@ class DirectEventsTest(unittest.TestCase):
         self.prog = CProgram()
         self.tracefs = tempfile.mkdtemp(prefix="allocsites-tracefs-")
         open(os.path.join(self.tracefs, "uprobe_events"), "w").close()
-        self.events = recorder.ProbeEvents("perf", self.tracefs)
+        self.events = probeevents.ProbeEvents("perf", self.tracefs)
 
     def tearDown(self):
         self.prog.cleanup()

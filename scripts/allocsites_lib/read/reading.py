@@ -1,0 +1,153 @@
+"""Reads a recording for the report: chooses the reader (allocsites-read,
+or perf script workers on time ranges), scans the file, checks that the
+reading fits, and runs it; the tally and read errors go back to the
+report (cli/command.py), which hands them to pipeline.py.
+
+Every refusal and every failure to read anything is said here, on err,
+in the report's words; read_recording then returns None (the report
+exits 1).
+"""
+
+import os
+import sys
+import tempfile
+
+from . import (elf, limits, mailbox, native, perfdata, scancache,
+               time_ranges, worker_sizing, workers)
+
+
+class ReaderFailed(Exception):
+    """A reader failed (its RuntimeError): one line for the user."""
+
+
+class Reading:
+    """What read_recording read: the reader's result (.tally,
+    .handler_errors, .perf_inlines), the recording's scan (None where
+    perf script read what the scan could not) and every read error."""
+
+    def __init__(self, result, scan, read_errors):
+        self.result = result
+        self.scan = scan
+        self.read_errors = read_errors
+
+
+def read_recording(data, report_args, new_tally, perf, entry_script,
+                   probed, jobs=None, err=None):
+    """Reads the recording at data into tallies made by new_tally();
+    probed: {binary: build-ids} of the recording's FILE.buildids. jobs:
+    the number of perf script workers (None: one per CPU, within limits).
+    Returns a Reading, or None when the recording cannot be read (said
+    on err). Raises interrupts.Interrupted when interrupted, ReaderFailed
+    when a reader fails."""
+    err = err or sys.stderr
+    read_errors = []
+    cpus = worker_sizing.cpu_count()
+    before = worker_sizing.cpu_use()
+    reader = choose_reader(entry_script)
+    scan = scan_recording(data, reader, read_errors, err)
+    if scan is None:   # perf script reads what the scan cannot
+        reader = None
+    if reader is None and not perf_script_unwinds(data, probed, scan, err):
+        return None
+    if scan is not None and not fits(data, scan, reader, err):
+        return None
+    if reader is None and scan is not None:
+        times = scan.times
+        k = jobs or worker_sizing.worker_count(
+            cpus, len(times), scan.decompressed, worker_sizing.mem_available(),
+            worker_sizing.free_cpus(before, worker_sizing.cpu_use(), cpus))
+        ranges = time_ranges.split(times, k, *time_ranges.costs(scan))
+    else:   # one worker on the whole file, loss from perf report --stats
+        times, ranges = [], [(None, None)]
+    try:
+        result = run_reader(reader, data, report_args, new_tally, perf,
+                            entry_script, scan, times, ranges, err)
+    except RuntimeError as e:
+        raise ReaderFailed(str(e))
+    for line in result.passthrough:
+        err.write(line + "\n")
+    read_errors += result.read_errors
+    if not result.tallies:
+        for line in read_errors:
+            err.write("allocsites: error: %s\n" % line)
+        err.write("allocsites: no report: perf script read nothing of %s\n"
+                  % data)
+        return None
+    return Reading(result, scan, read_errors)
+
+
+def choose_reader(entry_script):
+    """The native reader (native.py) unless it is not built or
+    ALLOCSITES_READER=perf asks for perf script's workers: its path, or
+    None for the workers."""
+    return native.reader_path(entry_script) \
+        if os.environ.get("ALLOCSITES_READER", "native") != "perf" else None
+
+
+def scan_recording(data, reader, read_errors, err):
+    """The recording's scan (scancache.py), or None when it cannot be
+    scanned: a corrupt file's error joins read_errors, a scanner bug is
+    a warning."""
+    try:
+        # the native path needs no sample times (they grow with the file)
+        return scancache.scan(data, keep_times=reader is None)
+    except perfdata.PerfDataError as e:
+        if e.corrupt:
+            read_errors.append("%s: %s" % (data, e))
+    except Exception as e:  # noqa: BLE001 - a scanner bug must not cost the report
+        err.write("allocsites: warning: could not scan %s (%s: %s); reading "
+                  "it with one perf script worker\n"
+                  % (data, type(e).__name__, e))
+    return None
+
+
+def perf_script_unwinds(data, probed, scan, err):
+    """Whether perf script can read the recording (said on err if not):
+    not DWARF stack copies of a statically linked probed binary."""
+    static = [p for p in sorted(probed) if elf.is_static(elf.open_elf(p))]
+    if static and scan is not None and scan.unwind == "dwarf":
+        # perf 6.1's unwinder stops at the allocator in a static
+        # binary: one site, "[no caller] ?", whatever the stack size
+        err.write("allocsites: error: cannot report %s with perf script: "
+                  "%s is statically linked, and perf's unwinding stops "
+                  "at the allocator in such a binary; the native reader "
+                  "unwinds it (make builds it; unset ALLOCSITES_READER)\n"
+                  % (data, static[0]))
+        return False
+    return True
+
+
+def fits(data, scan, reader, err):
+    """Whether the reading fits in memory and on disk (limits.py; said
+    on err if not)."""
+    # Refused before it starts when it cannot fit (limits.py): better than
+    # the kernel's OOM killer, or a full disk, halfway through.
+    too_big = limits.native_fits(scan.samples, tempfile.gettempdir()) \
+        if reader is not None else \
+        limits.fits(scan.samples, worker_sizing.mem_available(),
+                    scan.decompressed)
+    if too_big:
+        err.write("allocsites: error: cannot report %s: %s\n"
+                  % (data, too_big))
+        return False
+    return True
+
+
+def run_reader(reader, data, report_args, new_tally, perf, entry_script,
+               scan, times, ranges, err):
+    """Runs the native reader, or the perf script workers on ranges;
+    their result (workers.run's or native.run's)."""
+    if reader is not None:
+        return native.run(reader, data, new_tally(), scan.samples, err)
+    return workers.run(
+        perf, data, entry_script, report_args, ranges, times, new_tally,
+        pids=scan.pids if scan is not None and scan.pids else None,
+        stop_early=scan is not None and scan.all_tracepoints,
+        err=err, mailbox_path=mailbox.library_path(entry_script)
+        # With several workers on time ranges the dlfilter counted
+        # a buffer of frees twice now and then (t_threads 8000,
+        # -j 2..5: 4095 frees too many in 2 of 3 runs, also before
+        # the native reader; none in 3 runs without it), so only
+        # a single worker takes the plain events past perf's glue.
+        if os.environ.get("ALLOCSITES_MAILBOX") != "0" and
+        len(ranges) == 1 else None)

@@ -1,0 +1,128 @@
+"""The binaries to probe: the program (started, or a running process's),
+its libraries and --lib's, which of them carry rt probes, and which ran
+unprobed.
+"""
+
+import os
+import re
+import shutil
+
+from ..read import elf
+from . import probedefs
+from .errors import RecordError
+from .helpercmd import output_text, run
+
+PROBE_EVENTS = ("alloc", "sample") + tuple(sorted(probedefs.KINDS))
+
+
+def resolve_library(lib):
+    """--lib LIB -> absolute path of a readable ELF file. Libraries need no
+    execute bit (most distributions install them 0644)."""
+    path = os.path.realpath(lib)
+    if not os.path.isfile(path):
+        raise RecordError("--lib %s: no such file" % lib)
+    if not os.access(path, os.R_OK):
+        raise RecordError("--lib %s: not readable" % lib)
+    if elf.open_elf(path) is None:
+        raise RecordError("--lib %s: not an ELF64 shared library" % lib)
+    return path
+
+
+def resolve_program(prog):
+    """PROG as the shell would find it -> absolute path of an ELF file."""
+    path = prog if "/" in prog else shutil.which(prog)
+    if path is None or not os.path.exists(path):
+        raise RecordError("program not found: %s" % prog)
+    path = os.path.realpath(path)
+    if not os.access(path, os.X_OK) or os.path.isdir(path):
+        raise RecordError("not an executable file: %s" % prog)
+    if elf.open_elf(path) is None:
+        raise RecordError("not an ELF64 executable: %s (scripts need the "
+                          "interpreter's probes, not supported)" % prog)
+    return path
+
+
+_LDD_RE = re.compile(r"=>\s*(/\S+)|^\s*(/\S+)\s+\(0x")
+
+
+def shared_libraries(path):
+    """Absolute paths of the libraries `path` links, as ldd resolves them.
+    ldd is a shell script that runs the program's dynamic loader four
+    times (30-40 ms); `LOADER --list PROG` is the one run that lists, so
+    that is used when the program names a loader that exists."""
+    image = elf.open_elf(path)
+    loader = image.interpreter if image is not None else None
+    if loader and os.access(loader, os.X_OK):
+        proc = run([loader, "--list", path])
+        if proc.returncode == 0:
+            return _libraries(output_text(proc))
+    return _libraries(output_text(run(["ldd", path])))
+
+
+def _libraries(text):
+    libs = []
+    for line in text.splitlines():
+        m = _LDD_RE.search(line)
+        lib = m and (m.group(1) or m.group(2))
+        if lib and os.path.exists(lib):
+            libs.append(os.path.realpath(lib))
+    return libs
+
+
+def rt_probe_names(path):
+    """The rt probes (e.g. {'alloc', 'free'}) in the ELF file at path."""
+    image = elf.open_elf(path)
+    if image is None:
+        return set()
+    return {name for provider, name, _, _, _ in elf.stapsdt_probes(image)
+            if provider == "rt"}
+
+
+def probed_binaries(prog_path, extra_libs=(), libs=None):
+    """[(path, {probe names})] for the program and its libraries that
+    carry rt probes (libs: the libraries, when not ldd's)."""
+    found = []
+    if libs is None:
+        libs = shared_libraries(prog_path)
+    for path in [prog_path] + list(libs) + list(extra_libs):
+        names = rt_probe_names(path) & set(PROBE_EVENTS)
+        if names and path not in [p for p, _ in found]:
+            found.append((path, names))
+    return found
+
+
+def unprobed_code(code, probed):
+    """Files with rt probes that ran code during the recording (code: the
+    paths of executable mappings, perfdata.Scan.code) but were not probed:
+    a program the recorded one started with exec, a library it loaded
+    with dlopen and nobody named with --lib. Their events are missing
+    from the recording, and no end-to-end count can tell: their
+    semaphores were never raised, so they counted nothing."""
+    missing = []
+    for path in sorted(set(code) - set(probed)):
+        try:
+            if "alloc" in rt_probe_names(path):
+                missing.append(path)
+        except Exception:  # noqa: BLE001 - an unreadable file is not ours
+            pass
+    return missing
+
+
+def process_binaries(pid):
+    """(executable, [mapped files with code]) of a running process, from
+    /proc/PID/exe and /proc/PID/maps; a RecordError if there is none."""
+    try:
+        exe = os.path.realpath("/proc/%d/exe" % pid)
+        with open("/proc/%d/maps" % pid) as f:
+            maps = f.read().splitlines()
+    except OSError as e:
+        raise RecordError("-p %d: no such process or not readable (%s)"
+                          % (pid, e.strerror))
+    libs = []
+    for line in maps:
+        parts = line.split(None, 5)
+        if len(parts) == 6 and "x" in parts[1] and parts[5].startswith("/"):
+            path = os.path.realpath(parts[5].strip())
+            if path != exe and path not in libs and os.path.isfile(path):
+                libs.append(path)
+    return exe, libs

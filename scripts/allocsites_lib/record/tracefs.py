@@ -1,0 +1,79 @@
+"""tracefs: mounted if it is not (and unmounted again), and read: the
+uprobe events it lists, the kernel's last error about a definition.
+"""
+
+import os
+
+from .errors import RecordError
+from .helpercmd import first_error_line, output_text, run
+
+TRACEFS = "/sys/kernel/tracing"
+
+
+def tracefs_mounted(mounts_text=None):
+    """The tracefs mount point, or None."""
+    if mounts_text is None:
+        try:
+            with open("/proc/mounts") as f:
+                mounts_text = f.read()
+        except OSError:
+            return None
+    for line in mounts_text.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[2] == "tracefs":
+            return parts[1]
+    return None
+
+
+class Tracefs:
+    """Makes sure tracefs is mounted; unmounts it afterwards only if this
+    run mounted it (leave the machine as it was found)."""
+
+    def __init__(self):
+        self.mounted_here = False
+        self.path = None
+
+    def ensure(self):
+        self.path = tracefs_mounted()
+        if self.path is None:
+            proc = run(["mount", "-t", "tracefs", "nodev", TRACEFS])
+            if proc.returncode != 0:
+                raise RecordError("tracefs is not mounted and mounting it at "
+                                  "%s failed: %s" % (TRACEFS, first_error_line(
+                                      output_text(proc))))
+            self.mounted_here = True
+            self.path = TRACEFS
+        if not os.path.exists(os.path.join(self.path, "uprobe_events")):
+            raise RecordError("this kernel has no uprobes (%s/uprobe_events "
+                              "missing): CONFIG_UPROBE_EVENTS is needed"
+                              % self.path)
+
+    def release(self):
+        if self.mounted_here:
+            self.mounted_here = False
+            try:
+                run(["umount", self.path])
+            except RecordError:
+                pass
+
+
+def tracefs_error(tracefs):
+    """': LAST LINE' of tracefs' error_log (why the kernel refused a probe
+    definition), or ''."""
+    try:
+        with open(os.path.join(tracefs, "error_log")) as f:
+            lines = [l.strip() for l in f if l.strip()]
+    except OSError:
+        return ""
+    return (": " + lines[-1]) if lines else ""
+
+
+def listed_events(tracefs):
+    """The uprobe events tracefs lists, as perf names them ("sdt_rt:alloc"
+    for the line "p:sdt_rt/alloc /path:0x..."), or None if unreadable."""
+    try:
+        with open(os.path.join(tracefs, "uprobe_events")) as f:
+            return {line.split(None, 1)[0].split(":", 1)[-1].replace("/", ":", 1)
+                    for line in f if line.strip()}
+    except OSError:
+        return None
