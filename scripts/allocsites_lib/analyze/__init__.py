@@ -1,1 +1,2 @@
-"""analyze"""
+"""Analysis: a Tally -> a Report (symbolize, fold, the liveness sweep,
+phases, completeness, wrappers), and allocsites diff."""

@@ -1,1 +1,1 @@
-"""cli"""
+"""The command line: argument parsing and dispatch to the stages."""

@@ -1,1 +1,2 @@
-"""read"""
+"""Reading a recording: perf.data -> a Tally and an EventLog, through the
+native reader (allocsites-read) or perf script workers."""

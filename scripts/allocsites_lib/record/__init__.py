@@ -1,1 +1,3 @@
-"""record"""
+"""The recording: the probes made uprobe events, perf record run with the
+command line allocsites chooses, the run's state undone, the recording's
+sidecars written."""

@@ -93,6 +93,154 @@ class _Strings:
         return i
 
 
+class _Locations:
+    """The profile's Mappings, Locations and Functions, numbered as the
+    samples first name them."""
+
+    def __init__(self, symbolizer, skip):
+        self.symbolizer = symbolizer
+        self.skip_re = re.compile(skip) if skip else None
+        self.mappings, self.locations, self.functions = {}, {}, {}
+
+    def mapping_id(self, dso):
+        if dso not in self.mappings:
+            self.mappings[dso] = len(self.mappings) + 1
+        return self.mappings[dso]
+
+    def function_id(self, frame):
+        # "_start+0x20" (no line info) is function _start: the offset is
+        # the Location's address already, and pprof groups by name
+        key = (OFFSET.sub("", frame.function or ""), frame.file)
+        if key not in self.functions:
+            self.functions[key] = len(self.functions) + 1
+        return self.functions[key]
+
+    def location_id(self, raw, drop=0):
+        """The Location of raw's address; drop: without its innermost
+        `drop` inlined lines (skipped wrappers), a Location of its own.
+        Its address is the DSO's address placed in its Mapping's range
+        (mapping_base), so that no two Mappings overlap."""
+        addr = raw.addr if raw.addr is not None else raw.ip
+        key = (raw.dso, addr, drop)
+        loc = self.locations.get(key)
+        if loc is None:
+            mid = self.mapping_id(raw.dso)
+            lines = b"".join(
+                _bytes(4, _int(1, self.function_id(f)) + _int(2, f.line))
+                for f in self.symbolizer.frames(raw)[drop:])
+            n = len(self.locations) + 1
+            loc = self.locations[key] = (n, _bytes(
+                P_LOCATION, _int(1, n) + _int(2, mid) +
+                _int(3, mapping_base(mid) + ((addr or 0) & MAPPING_MASK)) +
+                lines))
+        return loc[0]
+
+    def stack_ids(self, raws):
+        """Location ids from the call site outwards: the leading wrapper
+        frames skip names left out (all of a stack's: none left out, as
+        fold keeps the stack)."""
+        skip_re = self.skip_re
+        if skip_re is None:
+            return [self.location_id(raw) for raw in raws]
+        for i, raw in enumerate(raws):
+            lines = self.symbolizer.frames(raw)
+            k = 0
+            while k < len(lines) and skip_re.search(lines[k].function or ""):
+                k += 1
+            if k < len(lines):
+                return [self.location_id(raw, k)] + \
+                    [self.location_id(r) for r in raws[i + 1:]]
+        return [self.location_id(raw) for raw in raws]
+
+    def encoded(self, strings):
+        """The Mapping, Location and Function messages."""
+        out = []
+        for dso, mid in self.mappings.items():
+            image = self.symbolizer.elf(dso)
+            build_id = elfmod.build_id(image) if image is not None else None
+            # Each binary its own range (its addresses are the DSO's, not
+            # the process's: perf's per-DSO address, or a run-time one
+            # without a symbol), file_offset so that address - start +
+            # offset is it.
+            out.append(_bytes(P_MAPPING, _int(1, mid) +
+                              _int(2, mapping_base(mid)) +
+                              _int(3, mapping_base(mid + 1)) +
+                              _int(5, strings(dso)) +
+                              _int(6, strings(build_id or "")) +
+                              _int(7, 1) + _int(8, 1) + _int(9, 1) +
+                              _int(10, 1)))
+        out += [loc for _, loc in sorted(self.locations.values())]
+        for (name, path), fid in self.functions.items():
+            out.append(_bytes(P_FUNCTION, _int(1, fid) +
+                              _int(2, strings(name)) +
+                              _int(3, strings(name)) +
+                              _int(4, strings(path))))
+        return out
+
+
+class _Labels:
+    """A sample's labels, their keys interned once."""
+
+    def __init__(self, strings):
+        self.strings = strings
+        self.tag = strings("tag")
+        self.phase_key = strings("phase")
+        self.bytes_key = strings("bytes")
+        self.pid, self.tid = strings("pid"), strings("tid")
+
+    def text(self, key, value):
+        return _bytes(3, _int(1, key) + _int(2, self.strings(value)))
+
+    def num(self, key, n, unit=0):
+        # Label.num (3) and num_unit (4): pprof filters by them
+        return _bytes(3, _int(1, key) + _int(3, n) + _int(4, unit))
+
+    def size(self, count, nbytes):
+        """Go's "bytes": the objects' size (their mean over several)."""
+        return self.num(self.bytes_key, saturated(nbytes / count),
+                        self.bytes_key) if count > 0 else b""
+
+    def thread(self, pid, tid):
+        return self.num(self.pid, pid) + self.num(self.tid, tid)
+
+
+def _samples(locs, labels, names, tags, phased, inuse, threads):
+    """The Sample messages: per phase and key, or per phase, key and
+    thread (and then what was live at the end a sample of its own)."""
+    out = []
+    for phase, phase_entries, phase_live in phased:
+        phase_label = b"" if phase is None else \
+            labels.text(labels.phase_key, str(phase))
+        for (frames, tag), entry in phase_entries.items():
+            name = names.get(tag, str(tag))
+            if tags is not None and name not in tags and \
+                    str(tag) not in tags:
+                continue
+            ids = _packed(1, locs.stack_ids(frames[1:]))
+            label = labels.text(labels.tag, name)
+            kl = (phase_live or {}).get((frames, tag)) if inuse else None
+            leaked = [saturated(kl.leaked_count), saturated(
+                kl.leaked_bytes)] if kl is not None else [0, 0]
+            by_thread = threads.get((phase, (frames, tag))) \
+                if threads is not None else None
+            if not by_thread:
+                values = [saturated(entry.count), saturated(entry.bytes)]
+                out.append(_bytes(P_SAMPLE, ids + _packed(
+                    2, values + leaked if inuse else values) + label +
+                    phase_label + labels.size(entry.count, entry.bytes)))
+                continue
+            for (pid, tid), (count, nbytes) in sorted(by_thread.items()):
+                values = [saturated(count), saturated(nbytes)]
+                out.append(_bytes(P_SAMPLE, ids + _packed(
+                    2, values + [0, 0] if inuse else values) + label +
+                    phase_label + labels.size(count, nbytes) +
+                    labels.thread(pid, tid)))
+            if any(leaked):
+                out.append(_bytes(P_SAMPLE, ids + _packed(
+                    2, [0, 0] + leaked) + label + phase_label))
+    return out
+
+
 def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
            entries=None, live=None, skip=None, time_nanos=0,
            duration_nanos=0, phased=None, threads=None):
@@ -109,132 +257,23 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
     KeyLive} or None)]: a sample per phase and key, labelled "phase"
     (none outside every phase); their sums are the whole profile's.
     threads: {(phase or None, key): {(pid, tid): [count, bytes]}}
-    (analyze/threads.py), or None: then each key's allocations are a
+    (analyze/threads.py), or None: given, each key's allocations are a
     sample per thread, labelled "pid" and "tid", and what was live at the
     end a sample of its own (its threads are not known)."""
-    skip_re = re.compile(skip) if skip else None
     strings = _Strings()
-    mappings, locations, functions = {}, {}, {}
+    inuse = live is not None or \
+        any(pl is not None for _, _, pl in phased or ())
     types = [("alloc_objects", "count"), ("alloc_space", "bytes")]
-    if live is not None or any(pl is not None for _, _, pl in phased or ()):
+    if inuse:
         types += [("inuse_objects", "count"), ("inuse_space", "bytes")]
     out = [_bytes(P_SAMPLE_TYPE, _int(1, strings(t)) + _int(2, strings(u)))
            for t, u in types]
-    body = []
-
-    def mapping_id(dso):
-        if dso not in mappings:
-            mappings[dso] = len(mappings) + 1
-        return mappings[dso]
-
-    def function_id(frame):
-        # "_start+0x20" (no line info) is function _start: the offset is
-        # the Location's address already, and pprof groups by name
-        key = (OFFSET.sub("", frame.function or ""), frame.file)
-        if key not in functions:
-            functions[key] = len(functions) + 1
-        return functions[key]
-
-    def location_id(raw, drop=0):
-        """The Location of raw's address; drop: without its innermost
-        `drop` inlined lines (skipped wrappers), a Location of its own.
-        Its address is the DSO's address placed in its Mapping's range
-        (mapping_base), so that no two Mappings overlap."""
-        addr = raw.addr if raw.addr is not None else raw.ip
-        key = (raw.dso, addr, drop)
-        loc = locations.get(key)
-        if loc is None:
-            mid = mapping_id(raw.dso)
-            lines = b"".join(
-                _bytes(4, _int(1, function_id(f)) + _int(2, f.line))
-                for f in symbolizer.frames(raw)[drop:])
-            loc = locations[key] = (len(locations) + 1, _bytes(
-                P_LOCATION, _int(1, len(locations) + 1) + _int(2, mid) +
-                _int(3, mapping_base(mid) + ((addr or 0) & MAPPING_MASK)) +
-                lines))
-        return loc[0]
-
-    def stack_ids(raws):
-        """Location ids from the call site outwards: the leading wrapper
-        frames skip_re names left out (all of a stack's: none left out,
-        as fold keeps the stack)."""
-        if skip_re is None:
-            return [location_id(raw) for raw in raws]
-        for i, raw in enumerate(raws):
-            lines = symbolizer.frames(raw)
-            k = 0
-            while k < len(lines) and skip_re.search(lines[k].function or ""):
-                k += 1
-            if k < len(lines):
-                return [location_id(raw, k)] + \
-                    [location_id(r) for r in raws[i + 1:]]
-        return [location_id(raw) for raw in raws]
-
-    label_key = strings("tag")
-    phase_key = strings("phase")
-    bytes_key = strings("bytes")
-    pid_key, tid_key = strings("pid"), strings("tid")
-
-    def _num_label(key, n, unit=0):
-        # Label.num (3) and num_unit (4): pprof filters by them
-        return _bytes(3, _int(1, key) + _int(3, n) + _int(4, unit))
-
-    def _size_label(count, nbytes):
-        """Go's "bytes": the objects' size (their mean over several)."""
-        return _num_label(bytes_key, saturated(nbytes / count),
-                          bytes_key) if count > 0 else b""
+    locs, labels = _Locations(symbolizer, skip), _Labels(strings)
     if phased is None:
-        if entries is None:
-            entries = tally.entries(mode)
-        phased = [(None, entries, live)]
-    for phase, phase_entries, phase_live in phased:
-        phase_label = b"" if phase is None else _bytes(
-            3, _int(1, phase_key) + _int(2, strings(str(phase))))
-        for (frames, tag), entry in phase_entries.items():
-            name = names.get(tag, str(tag))
-            if tags is not None and name not in tags and \
-                    str(tag) not in tags:
-                continue
-            ids = _packed(1, stack_ids(frames[1:]))
-            label = _bytes(3, _int(1, label_key) + _int(2, strings(name)))
-            inuse = live is not None or phase_live is not None
-            kl = (phase_live or {}).get((frames, tag)) if inuse else None
-            leaked = [saturated(kl.leaked_count), saturated(
-                kl.leaked_bytes)] if kl is not None else [0, 0]
-            by_thread = threads.get((phase, (frames, tag))) \
-                if threads is not None else None
-            if not by_thread:
-                values = [saturated(entry.count), saturated(entry.bytes)]
-                body.append(_bytes(P_SAMPLE, ids + _packed(
-                    2, values + leaked if inuse else values) + label +
-                    phase_label + _size_label(entry.count, entry.bytes)))
-                continue
-            for (pid, tid), (count, nbytes) in sorted(by_thread.items()):
-                values = [saturated(count), saturated(nbytes)]
-                body.append(_bytes(P_SAMPLE, ids + _packed(
-                    2, values + [0, 0] if inuse else values) + label +
-                    phase_label + _size_label(count, nbytes) +
-                    _num_label(pid_key, pid) + _num_label(tid_key, tid)))
-            if any(leaked):
-                body.append(_bytes(P_SAMPLE, ids + _packed(
-                    2, [0, 0] + leaked) + label + phase_label))
-    out += body
-    for dso, mid in mappings.items():
-        image = symbolizer.elf(dso)
-        build_id = elfmod.build_id(image) if image is not None else None
-        # Each binary its own range (its addresses are the DSO's, not the
-        # process's: perf's per-DSO address, or a run-time one without a
-        # symbol), file_offset so that address - start + offset is it.
-        out.append(_bytes(P_MAPPING, _int(1, mid) +
-                          _int(2, mapping_base(mid)) +
-                          _int(3, mapping_base(mid + 1)) +
-                          _int(5, strings(dso)) +
-                          _int(6, strings(build_id or "")) +
-                          _int(7, 1) + _int(8, 1) + _int(9, 1) + _int(10, 1)))
-    out += [loc for _, loc in sorted(locations.values())]
-    for (name, path), fid in functions.items():
-        out.append(_bytes(P_FUNCTION, _int(1, fid) + _int(2, strings(name)) +
-                          _int(3, strings(name)) + _int(4, strings(path))))
+        phased = [(None, tally.entries(mode) if entries is None else entries,
+                   live)]
+    out += _samples(locs, labels, names, tags, phased, inuse, threads)
+    out += locs.encoded(strings)
     out.append(_bytes(P_PERIOD_TYPE, _int(1, strings("space")) +
                       _int(2, strings("bytes"))))
     out.append(_int(P_PERIOD, sample_bytes if mode == "sampled" else 1))
