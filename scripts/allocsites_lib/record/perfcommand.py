@@ -15,7 +15,8 @@ import os
 #    in bench/lossless_runs.py; level 6 lost events (the writer falls
 #    behind).
 #  - 8192 bytes of user stack per sample: enough for an interpreter's
-#    parser to reach main (bench/stack_depth.py); deeper stacks are cut
+#    parser to reach main (docs/design.md, "Stack copy size for a real
+#    interpreter (Lua 5.4)"); deeper stacks are cut
 #    short, which the report detects and states (raise --stack-size).
 #  - --no-bpf-event: perf's BPF side-band thread polls with a 1 s timeout
 #    and is joined at exit: a second of fixed cost for nothing (the
@@ -37,7 +38,8 @@ import os
 #    of the plain event (probedefs.py).
 #  - Sampled mode records a few events a millisecond at most (the
 #    samples, their frees, phases), so its rings are 32 MiB in all, 4 to
-#    16 MiB per CPU: they cost less to set up (bench/fixed_cost.py). With
+#    16 MiB per CPU: they cost less to set up (docs/design.md, "Fixed
+#    cost of a recording"). With
 #    --frees (every free recorded) it takes exact mode's rings.
 DEFAULT_STACK_SIZE = 8192
 RING_BUDGET = 256 << 20
@@ -50,7 +52,7 @@ RECORD_FLAGS = ("--no-bpf-event",)
 
 def compression_flag(environ=os.environ):
     """perf's -z at ZSTD_LEVEL; ALLOCSITES_ZSTD_LEVEL=N (1 to 22) sets
-    another level, for bench/compression_levels.py."""
+    another level, as docs/design.md, "perf's zstd level", measured."""
     level = environ.get("ALLOCSITES_ZSTD_LEVEL", "")
     if not (level.isdigit() and 1 <= int(level) <= 22):
         level = ZSTD_LEVEL

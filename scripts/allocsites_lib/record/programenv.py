@@ -21,7 +21,7 @@ def program_environment(base, stack_size, sample=None):
     env = dict(base)
     if sample:
         env["RT_SAMPLE_BYTES"] = str(sample)
-    # A value the caller set (even empty) is kept: bench/stack_top.py
-    # records without the pad that way.
+    # A value the caller set (even empty) is kept: that is how
+    # docs/design.md, "Whole stack copies", recorded without the pad.
     env.setdefault(STACK_PAD_VARIABLE, "." * stack_size)
     return env
