@@ -1,7 +1,7 @@
 """The order of the stages, and only that. Each is a folder:
 
     record/   the program runs under perf record with the rt probes as
-              uprobe events (cli/command.py drives it); the recording
+              uprobe events (record/recording.py runs it); the recording
               gets its sidecars (FILE.buildids, FILE.scan)
     read/     perf.data -> a Tally (analyze/fold.py): the native reader
               (allocsites-read) or perf script workers, each running the

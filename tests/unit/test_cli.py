@@ -10,6 +10,7 @@ import io
 
 from allocsites_lib.cli import command, parsers, options
 from allocsites_lib.cli.options import UsageError
+from allocsites_lib.record import recording
 
 
 def parse(argv):
@@ -148,7 +149,7 @@ class ExitStatusTest(unittest.TestCase):
                                     "SIGABRT (exit status 134)\n"),
                                    (-2, 130, "")):
             out = io.StringIO()
-            self.assertEqual(command.exit_status(status, "./p", out), want)
+            self.assertEqual(recording.exit_status(status, "./p", out), want)
             self.assertEqual(out.getvalue(), said)
 
 
@@ -179,7 +180,6 @@ class SummaryTest(unittest.TestCase):
 
     def summary(self, samples, twice=None):
         import io
-        from allocsites_lib.cli import command
 
         class Scan:
             event_samples = samples
@@ -189,7 +189,7 @@ class SummaryTest(unittest.TestCase):
                 return 0, None
             tail_cut = 0
         out = io.StringIO()
-        command.summarize("perf", "/nonexistent.data", out, Scan())
+        recording.summarize("perf", "/nonexistent.data", out, Scan())
         return out.getvalue()
 
     def test_records_perf_wrote_twice_are_not_counted(self):
