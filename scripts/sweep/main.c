@@ -6,6 +6,8 @@
  *
  *   fd N
  *   nkeys N                 the log's keys (at least 1)
+ *   min_size N              --min-size: smaller allocations are live
+ *                           memory but count in no code's ec/eb
  *   times K t1 .. tK        the timeline's sample times, ascending
  *   chunks M
  *   OFFSET L0 .. L7         M lines: a chunk's offset and the lengths of
@@ -100,6 +102,8 @@ int main(void)
 	log.nkeys = read_u64();
 	if (!log.nkeys)
 		log.nkeys = 1;
+	expect("min_size");
+	log.min_size = read_u64();
 	expect("times");
 	ntimes = read_u64();
 	times = xmalloc((ntimes + 1) * sizeof *times);

@@ -452,8 +452,10 @@ static void run(struct sweep *s, const struct log *log, u64 stop)
 					tuple = th->tuple;
 				}
 				ci = codes_get(&s->codes, code, s->nkeys);
-				s->codes.ec[ci]++;
-				s->codes.eb[ci] += b;
+				if (b >= log->min_size) {   /* --min-size */
+					s->codes.ec[ci]++;
+					s->codes.eb[ci] += b;
+				}
 				id = recs_get(&s->recs, b, ci, tuple);
 				loc = ptrmap_find(&pr->live, a);
 				if (loc.g) {   /* its free was not seen: freed now */

@@ -162,6 +162,7 @@ struct log {
 	struct chunk *chunks;
 	u32 nchunks;
 	u64 nkeys;
+	u64 min_size;   /* --min-size: counted in no code below it */
 };
 
 /* the columns of one chunk, read back */

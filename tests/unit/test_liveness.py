@@ -674,6 +674,32 @@ class Phases(Case):
         self.assertEqual(got.open_phases, [])
         self.assertEqual(got.timeline.phases, [(1, 20, 110), (2, 40, 80)])
 
+    def test_min_size_counts_in_no_entry_but_stays_live(self):
+        # --min-size: a phase's and a key's count and bytes leave out the
+        # smaller allocations, as the table's sites do; they are still
+        # live memory (the peak counts them). Both engines.
+        b = Builder()
+        b.begin(1)
+        b.alloc(0x10, 8, A)                  # under 16: no entry
+        b.alloc(0x20, 16, A)
+        b.alloc(0x30, 100, B)                # peak 124
+        b.free(0x10)
+        b.end(1)
+        for engine in ("python", "native"):
+            got = sweep(log_of(b.events), "exact", engine=engine,
+                        min_size=16)
+            with self.subTest(engine=engine):
+                self.assertEqual(got.entries[1], {A: ExactEntry(1, 16),
+                                                  B: ExactEntry(1, 100)})
+                self.assertEqual((got.phases[1].count, got.phases[1].bytes),
+                                 (2, 116))
+                self.assertEqual(got.peak_bytes, 124)
+        s = Builder()
+        s.sample(0x10, 8, 4096, A).sample(0x20, 64, 4096, A)
+        got = sweep(log_of(s.events), "sampled", min_size=16)
+        self.assertEqual(got.entries[None][A].bytes, 4096)
+        self.assertEqual(got.entries[None][A].count, 64.0)
+
     def test_two_threads_in_different_phases(self):
         b = Builder()
         b.free(0x99)                         # frees are recorded

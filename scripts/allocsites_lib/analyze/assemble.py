@@ -56,19 +56,17 @@ def pprof_threads(tally, mode, opts, phased, entries, selected, names):
     log = tally.log
     if log is None:
         return None
-    sampled = mode == "sampled"
-    if phased is not None:   # the sweep counts every allocation
+    split = threads.split(log, mode == "sampled",
+                          getattr(opts, "min_size", 0) or 0)
+    if phased is not None:
         by_thread = threads.relabelled(
-            threads.split(log, sampled),
-            lambda ph: liveview.phase_label(ph, names))
+            split, lambda ph: liveview.phase_label(ph, names))
         want = [(phase, e) for phase, e, _ in phased]
     elif entries is not None:   # one --phase: the sweep's, that phase's
-        by_thread = threads.relabelled(threads.split(log, sampled),
-                                       only=selected)
+        by_thread = threads.relabelled(split, only=selected)
         want = [(None, entries)]
     else:
-        by_thread = threads.relabelled(
-            threads.split(log, sampled, getattr(opts, "min_size", 0)))
+        by_thread = threads.relabelled(split)
         want = [(None, tally.entries(mode))]
     return by_thread if threads.matches(by_thread, want) else None
 
@@ -271,7 +269,8 @@ def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
             if bad_options is not None:
                 bad_options.append(warnings[-1])
         return None, None, None, None, "all"
-    sweep = liveness.sweep(log, mode)
+    sweep = liveness.sweep(log, mode,
+                           min_size=getattr(opts, "min_size", 0) or 0)
     phase = "all"
     wanted = getattr(opts, "phase", None)
     if wanted:

@@ -129,8 +129,11 @@ class _Plan:
     """What the sweep needs to know before the loop, from a cheap scan of
     the kinds column."""
 
-    def __init__(self, log, mode):
+    def __init__(self, log, mode, min_size=0):
         self.sampled = mode == "sampled"
+        # --min-size: smaller allocations are live memory like any other
+        # (peaks, totals, phases' growth) but no key's count and bytes
+        self.min_size = min_size
         self.last_exit = {}
         phase_ids = set()
         kinds_seen = set()
@@ -246,6 +249,7 @@ class _Sweep:
         design"); the rare kinds (release, phases, exit) are methods."""
         plan = self.plan
         sampled = self.sampled
+        min_size = plan.min_size
         if sampled:
             AK, FK, OK = SAMPLE, SAMPLE_FREE, ALLOC
         else:
@@ -317,14 +321,16 @@ class _Sweep:
                         if size <= 0 or b <= 0:
                             continue   # stands for nothing (as in fold.Tally)
                         cnt = b / size
-                        ec[code] += cnt
-                        eb[code] += b
-                        ew2[code] += cnt / size
-                        es[code] += 1
+                        if size >= min_size:
+                            ec[code] += cnt
+                            eb[code] += b
+                            ew2[code] += cnt / size
+                            es[code] += 1
                     else:
                         cnt = 1
-                        ec[code] += 1
-                        eb[code] += b
+                        if b >= min_size:
+                            ec[code] += 1
+                            eb[code] += b
                     old = clive.get(a)
                     if old is not None:   # its free was not seen: freed now
                         reused += 1
@@ -662,8 +668,10 @@ def _timeline(log, plan, times, main, peak_kb, totals, committed, series):
 
 # ---------------------------------------------------------------- sweep
 
-def sweep(log, mode, points=400, engine=None):
-    """The Liveness of an EventLog; mode 'exact' or 'sampled'.
+def sweep(log, mode, points=400, engine=None, min_size=0):
+    """The Liveness of an EventLog; mode 'exact' or 'sampled'; min_size
+    (--min-size): smaller allocations count in no entry (they are still
+    live memory).
 
     An exact sweep runs in allocsites-sweep (nativesweep.py: the same
     rules, a fraction of the memory) where it is built, else here; engine
@@ -678,7 +686,7 @@ def sweep(log, mode, points=400, engine=None):
             raise nativesweep.SweepError("allocsites-sweep is not built")
         if program is not None:
             try:
-                got = nativesweep.run(log, times, program)
+                got = nativesweep.run(log, times, program, min_size=min_size)
             except (nativesweep.SweepError, OSError):
                 if engine == "native":
                     raise
@@ -686,7 +694,7 @@ def sweep(log, mode, points=400, engine=None):
                 return _assemble(log, got.plan, got.main, got.peak_codes,
                                  times, got.peak_kb, got.totals,
                                  got.committed, got.series)
-    plan = _Plan(log, mode)
+    plan = _Plan(log, mode, min_size)
     main = _Sweep(log, plan, times).run(len(log))
     if main.peak_i < 0:
         peak_codes, peak_kb = {}, [0] * plan.nkeys

@@ -80,8 +80,8 @@ class Answer:
         self.totals, self.committed, self.series = totals, committed, series
 
 
-def request(fd, nkeys, times, table):
-    lines = ["fd %d" % fd, "nkeys %d" % nkeys,
+def request(fd, nkeys, times, table, min_size=0):
+    lines = ["fd %d" % fd, "nkeys %d" % nkeys, "min_size %d" % min_size,
              " ".join(["times %d" % len(times)] + [str(t) for t in times]),
              "chunks %d" % len(table)]
     for offset, lengths in table:
@@ -154,7 +154,7 @@ def parse(lines, nkeys, npoints):
                   series)
 
 
-def run(log, times, program, directory=None):
+def run(log, times, program, directory=None, min_size=0):
     """The Answer of allocsites-sweep at program for the EventLog log and
     the timeline's sample times. Raises SweepError (and OSError where the
     log cannot be written out)."""
@@ -170,7 +170,7 @@ def run(log, times, program, directory=None):
         except OSError as e:
             raise SweepError("allocsites-sweep: %s" % e) from None
         try:
-            proc.stdin.write(request(fd, nkeys, times, table))
+            proc.stdin.write(request(fd, nkeys, times, table, min_size))
             proc.stdin.close()
             answer = parse(proc.stdout, nkeys, len(times))
         except (BrokenPipeError, SweepError, ValueError, IndexError,
