@@ -144,6 +144,38 @@ class ExactPhases(ProfileTest):
                      got[name]["peak"], got[name]["growth"]),
                     (None, want["count"], want["bytes"], None, None, None))
 
+    def test_tag_filter_restricts_the_phases_count_and_bytes(self):
+        # --tag restricted the sites and the liveness lines but left the
+        # phase rows the whole program's, unlabelled: now each phase's
+        # count and bytes are the tag's (from the truth's records of that
+        # tag), its memory columns the whole program's, said in the table.
+        _, truth, _, _ = self.profile(program("t_phases"))
+        tag = max({r["tag"] for r in truth["records"]},
+                  key=lambda t: sum(1 for r in truth["records"]
+                                    if r["tag"] == t))
+        want = {}
+        for r in truth["records"]:
+            if r["tag"] != tag:
+                continue
+            for ph in r.get("phases", ()):
+                if ph["phase"] is not None:
+                    c, b = want.get(ph["phase"], (0, 0))
+                    want[ph["phase"]] = (c + ph["count"], b + ph["bytes"])
+        out = os.path.join(self.tmp, "tag.json")
+        rep = allocsites(["report", "-i", os.path.join(self.tmp, "run.data"),
+                          "--tag", str(tag), "--json", out])
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        with open(out) as f:
+            report = json.load(f)
+        self.assertLossless(report)
+        got = {p["id"]: (p["count"], p["bytes"]) for p in report["phases"]}
+        self.assertTrue(want)
+        self.assertEqual({i: v for i, v in got.items() if v != (0, 0)}, want)
+        whole = {p["id"]: p["left_live"] for p in truth["phases"]}
+        self.assertEqual({p["id"]: p["left_live"] for p in report["phases"]},
+                         whole)
+        self.assertIn("count and bytes are tag %s's" % tag, rep.stdout)
+
     def test_phase_filter_keeps_that_phase_only(self):
         data_report, truth, _, _ = self.profile(program("t_phases"))
         self.assertLossless(data_report)

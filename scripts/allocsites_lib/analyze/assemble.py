@@ -112,7 +112,9 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
         tally, opts, phase_names, mode, warnings, bad_options)
     result = fold(tally, symbolizer, names, skip, tags, opts.depth, mode,
                   entries=entries, live=live)
-    live_summary = selected_liveness(live_summary, result, opts)
+    live_summary = selected_liveness(live_summary, result, opts, sweep,
+                                     lambda key: names.get(key[1], str(key[1]))
+                                     in tags or str(key[1]) in tags)
     warnings = list(symbolizer.warnings) + warnings
     for regex, dso in declared:
         warnings.append("wrappers declared by %s (RT_SKIP): %s; their "
@@ -224,10 +226,12 @@ def _more_warnings(tally, opts, names, tags, mode, result, unwind, data,
     return sampling
 
 
-def selected_liveness(summary, profile, opts):
+def selected_liveness(summary, profile, opts, sweep=None, tagged=None):
     """The LiveSummary restricted to what --phase and --tag select (the
     sums of the folded sites' figures), labelled with the selection; as it
-    is without either."""
+    is without either. With --tag, the phases' count and bytes are the
+    tag's too (tagged(key): the key has a selected tag; from the sweep's
+    entries); their memory columns stay the whole program's."""
     parts = []
     if summary is not None and summary.phase is not None:
         parts.append("phase %s" % summary.phase)
@@ -241,7 +245,16 @@ def selected_liveness(summary, profile, opts):
         if any(v is None for v in values):
             return None
         return sum(values)
+    phases = summary.phases
+    if getattr(opts, "tag", None) and sweep is not None and tagged:
+        phases = sorted((row._replace(
+            count=sum(e.count for k, e in sweep.entries.get(
+                row.id, {}).items() if tagged(k)),
+            bytes=sum(e.bytes for k, e in sweep.entries.get(
+                row.id, {}).items() if tagged(k))) for row in phases),
+            key=lambda r: (-r.bytes, r.name or ""))
     return summary._replace(
+        phases=phases,
         peak_bytes=total("peak_bytes"), peak_count=total("peak_count"),
         leaked_bytes=total("leaked_bytes"),
         leaked_count=total("leaked_count"),

@@ -195,6 +195,9 @@ def _phase_lines(live, est):
         lines.append("  ".join([r[0].ljust(widths[0])] + [
             c.rjust(widths[i]) for i, c in enumerate(r) if i]).rstrip())
     notes = []
+    if live.scope and "tag" in live.scope:
+        notes.append("count and bytes are %s's, the rest the whole "
+                     "program's" % live.scope.split(", ")[-1])
     if live.unmatched_phase_ends:
         notes.append("%d ends without a begin" % live.unmatched_phase_ends)
     if live.open_phases:
