@@ -63,6 +63,12 @@ class TagTest(unittest.TestCase):
     def test_single(self):
         self.assertEqual(options.parse(["--tag=ast"]).tag, ["ast"])
 
+    def test_no_tag_at_all_is_a_usage_error(self):
+        # --tag "$EMPTY" used to mean every tag, silently
+        for arg in ("", ",", ",,"):
+            with self.subTest(arg=arg), self.assertRaises(UsageError):
+                options.parse(["--tag", arg])
+
 
 class SkipOptionTest(unittest.TestCase):
     def test_bad_regex(self):

@@ -163,8 +163,11 @@ def report_argv(opts):
 def parse(argv, prog="allocsites.py"):
     """argv -> argparse.Namespace; raises UsageError with one line."""
     opts = parser(prog).parse_args(argv)
-    if opts.tag:
-        opts.tag = [t for arg in opts.tag for t in arg.split(",") if t]
+    if opts.tag is not None:
+        tags = [t for arg in opts.tag for t in arg.split(",") if t]
+        if not tags:   # --tag "" (an empty variable): not "every tag"
+            raise UsageError("--tag %r names no tag" % ",".join(opts.tag))
+        opts.tag = tags
     check_outputs(opts)
     return opts
 
