@@ -1,14 +1,16 @@
 #!/usr/bin/python3
-"""Report speed, 1 and K workers, against one plain perf script over the file.
+"""Report speed: the native reader (the default) and perf script workers,
+against one plain perf script over the same file.
 
 Regenerates the table of docs/benchmarks.md, "Report throughput: `bench/report_throughput.py`":
 
     allocsites record -o FILE -- build/minicc 500
     /usr/bin/python3 bench/report_throughput.py --data FILE --runs 5
 
-Samples per second of `allocsites report`, with one perf script worker
-and with K, against one plain `perf script` text run over the same
-perf.data.
+Samples per second of `allocsites report` as it reads by default (the
+native reader, allocsites-read), and with ALLOCSITES_READER=perf's
+perf script workers, one and K, against one plain `perf script` text run
+over the same perf.data.
 
   bench/report_throughput.py [--workload minicc|storm] [--size N]
                              [--depth N] [--allocs N] [--runs N]
@@ -28,10 +30,13 @@ the tools interleaved, --runs rounds:
   perf script                      perf's plain text output: the reference
   perf script -s allocsites.py     the single-process report, by hand
                                    (--no-inline, as the README shows)
-  allocsites report -j 1 --json    one worker
-  allocsites report -j K --json    K workers (default: the CPUs)
-  allocsites report --json         K as the report picks it (fewer when
-                                   other processes keep CPUs busy)
+  allocsites report --json         the default: the native reader
+  ALLOCSITES_READER=perf allocsites report -j 1 --json    one worker
+  ALLOCSITES_READER=perf allocsites report -j K --json    K workers
+                                   (default: the CPUs)
+  ALLOCSITES_READER=perf allocsites report --json         K as the
+                                   report picks it (fewer when other
+                                   processes keep CPUs busy)
   perf script -s stackcollapse.py  perf's own folding script, with the
                                    trace_unhandled it lacks for sdt events
 
@@ -66,6 +71,7 @@ RECORD_OPTIONS = ["--compression-level=3", "-m", "16384", "--no-bpf-event",
                   "--call-graph", "dwarf,8192"]
 RECORD_ENV = dict(os.environ, ALLOCSITES_STACK_PAD="." * 8192)
 ENTRY = os.path.join(ROOT, "scripts", "allocsites.py")
+PERF = {"ALLOCSITES_READER": "perf"}   # the perf script workers
 STACKCOLLAPSE_SDT = os.path.join(HERE, "stackcollapse_sdt.py")
 
 
@@ -81,12 +87,14 @@ def busy(interval=1.0):
     return 1.0 - (i1 - i0) / max(1, t1 - t0)
 
 
-def timed(cmd, cwd):
-    """(wall s, user+sys s of the command and its children)."""
+def timed(cmd, cwd, env=None):
+    """(wall s, user+sys s of the command and its children); env: more
+    variables."""
     with tempfile.NamedTemporaryFile("r") as out:
         start = time.monotonic()
         proc = subprocess.run(["/usr/bin/time", "-q", "-f", "%U %S", "-o",
-                               out.name] + cmd, cwd=cwd, env=WRAPPER_ENV,
+                               out.name] + cmd, cwd=cwd,
+                              env=dict(WRAPPER_ENV, **(env or {})),
                               stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, universal_newlines=True)
         wall = time.monotonic() - start
@@ -172,24 +180,27 @@ def main():
             ("perf script --no-inline -s allocsites.py", [
                 "perf", "script", "-i", data, "--no-inline", "-s", ENTRY,
                 "--", "--json", json_out]),
-            ("allocsites report -j 1 --json", ALLOCSITES + [
-                "report", "-i", data, "-j", "1", "--json", json_out]),
-            ("allocsites report -j %d --json" % args.jobs, ALLOCSITES + [
+            ("allocsites report --json (native reader, the default)",
+             ALLOCSITES + ["report", "-i", data, "--json", json_out]),
+            ("perf script workers: -j 1", ALLOCSITES + [
+                "report", "-i", data, "-j", "1", "--json", json_out], PERF),
+            ("perf script workers: -j %d" % args.jobs, ALLOCSITES + [
                 "report", "-i", data, "-j", str(args.jobs), "--json",
-                json_out]),
-            ("allocsites report --json (K from the free CPUs)", ALLOCSITES + [
-                "report", "-i", data, "--json", json_out]),
+                json_out], PERF),
+            ("perf script workers: K from the free CPUs", ALLOCSITES + [
+                "report", "-i", data, "--json", json_out], PERF),
             ("perf script -s stackcollapse.py (+ trace_unhandled)", [
                 "perf", "script", "-i", data, "-s", STACKCOLLAPSE_SDT]),
         ]
         # Untimed: fills __pycache__ for the command and the workers'
         # script, as any first run on a user's machine does (WRAPPER_ENV).
         timed(ALLOCSITES + ["report", "-i", data, "--json", json_out], tmp)
-        results = {name: [] for name, _ in tools}
+        tools = [t if len(t) == 3 else t + (None,) for t in tools]
+        results = {name: [] for name, _, _ in tools}
         for round_ in range(args.runs):
-            for name, cmd in tools:
+            for name, cmd, env in tools:
                 load = busy()
-                wall, cpu = timed(cmd, tmp)
+                wall, cpu = timed(cmd, tmp, env)
                 results[name].append((wall, cpu, load))
                 sys.stderr.write("round %d: %-50s %6.2f s wall %6.2f s CPU "
                                  "(machine %2.0f%% busy before)\n" % (
@@ -198,7 +209,7 @@ def main():
         print("| tool | wall s, median (min-max) | CPU s, median | "
               "samples/s | wall vs perf script |")
         print("|---|---|---|---|---|")
-        for name, _ in tools:
+        for name, _, _ in tools:
             walls = [w for w, _, _ in results[name]]
             wall = statistics.median(walls)
             print("| %s | %.2f (%.2f-%.2f) | %.2f | %.0f | %.2fx |" % (
