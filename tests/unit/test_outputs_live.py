@@ -596,6 +596,14 @@ class TimelineSitesTest(unittest.TestCase):
         doc = timeline_series.render_timeline(Sweep(tl, 10, total[1]), None,
                                          profile, {}, "T", "")
         self.assertIn("early a.c:1", doc)
+        self.assertNotIn("whole program", doc)
+        # with --tag or --phase the chart is still the whole program's,
+        # the selection's sites named: the legend says so
+        doc = timeline_series.render_timeline(Sweep(tl, 10, total[1]), None,
+                                              profile, {}, "T", "",
+                                              scope="tag ast")
+        self.assertIn("at the peak, 0.000 ms (the whole program; the sites of "
+                      "tag ast named)", doc)
 
 
 if __name__ == "__main__":

@@ -161,7 +161,8 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
         title = opts.title or "allocsites: live bytes over time"
         timeline_svg = timeline_series.render_timeline(
             sweep, tally.log, result, phase_names, title,
-            flamegraph.report_subtitle(report))
+            flamegraph.report_subtitle(report),
+            scope=live_summary.scope if live_summary is not None else None)
         report = report._replace(timeline=timeline_svg)
     return report
 

@@ -317,9 +317,11 @@ def _columns(chart, times, rows, unit):
     return o
 
 
-def _legend(rows, at, top, peak_time, unit):
+def _legend(rows, at, top, peak_time, unit, scope=None):
     """The legend: each row's bytes at point `at` (the peak) and label."""
     head = "Live bytes at the peak, %s" % _time_text(peak_time, unit)
+    if scope:
+        head += " (the whole program; the sites of %s named)" % scope
     o = ['<g id="legend"><text id="legend-head" x="%d" y="%d">%s</text>'
          % (LEFT, top, _text(head))]
     label_x = LEFT + 130
@@ -413,9 +415,11 @@ def _document(height, title, subtitle, body):
 
 
 def render(title, subtitle, times, series, other, total, peak,
-           committed=None, phases=()):
+           committed=None, phases=(), scope=None):
     """The memory-over-time chart as an SVG document (a str); the
-    arguments are described in the module docstring."""
+    arguments are described in the module docstring. scope: the sites'
+    selection (--tag, --phase: "tag ast"), said in the legend's head: the
+    chart is the whole program's memory, the selection's sites named."""
     times, total, peak = list(times), list(total), tuple(peak)
     series = [(str(label), list(values)) for label, values in series]
     other = None if other is None else list(other)
@@ -467,6 +471,6 @@ def render(title, subtitle, times, series, other, total, peak,
         _peak_marker(chart, peak, unit, header + FONT_SIZE) + \
         _columns(chart, times, legend, unit) + \
         _legend(legend, _peak_index(times, peak[0]), legend_top, peak[0],
-                unit)
+                unit, scope)
     height = int(legend_top + len(legend) * ROW_H + 12)
     return _document(height, title, subtitle, body)

@@ -53,11 +53,12 @@ def phase_bands(log, names, start, span):
 
 
 def render_timeline(sweep, log, profile, names, title, subtitle,
-                    top=TIMELINE_SITES):
+                    top=TIMELINE_SITES, scope=None):
     """The --timeline SVG: the top sites (by their own highest point, then
     by bytes live at the peak) stacked, the rest as "other sites": a
     large user released before the peak is drawn as itself, not as grey
-    "other sites" (issue 23, item 4)."""
+    "other sites" (issue 23, item 4). scope: --tag's or --phase's
+    selection (LiveSummary.scope), said in the legend."""
     tl = sweep.timeline
     if not tl.times:
         return timeline.render(title, subtitle, [], [], None, [], (0, 0))
@@ -92,4 +93,5 @@ def render_timeline(sweep, log, profile, names, title, subtitle,
     return timeline.render(title, subtitle, times, series, other,
                            list(tl.total), (peak_time, sweep.peak_bytes),
                            list(tl.committed) if tl.committed else None,
-                           bands)
+                           bands,
+                           scope=scope)
