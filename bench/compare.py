@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """allocsites against the tools a user would pick instead, on one workload.
 
-Regenerates the table of docs/benchmarks.md, "Side by side: `bench/compare.py`":
+Regenerates the table of docs/benchmarks.md,
+"Side by side: `bench/compare.py`":
 
     /usr/bin/python3 bench/compare.py
 

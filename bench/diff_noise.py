@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """How often a sampled diff calls noise significant: pairs of identical runs.
 
-Regenerates the table of docs/benchmarks.md, "A sampled diff of identical runs: `bench/diff_noise.py`":
+Regenerates the table of docs/benchmarks.md,
+"A sampled diff of identical runs: `bench/diff_noise.py`":
 
     /usr/bin/python3 bench/diff_noise.py --pairs 5 --units 2500 --sample 64k
 

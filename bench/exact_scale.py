@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Exact mode at scale, side by side with heaptrack, on the example compiler.
 
-Regenerates the table of docs/benchmarks.md, "Exact mode at scale: `bench/exact_scale.py`":
+Regenerates the table of docs/benchmarks.md,
+"Exact mode at scale: `bench/exact_scale.py`":
 
     /usr/bin/python3 bench/exact_scale.py --units 250,2500,25000 --tools floor,dwarf,fp,sampled,heaptrack
     /usr/bin/python3 bench/exact_scale.py --units 250000 --skip-above 250000 --tools dwarf,fp,sampled,heaptrack

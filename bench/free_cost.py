@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """What recording every free costs: the demo with and without --no-frees.
 
-Regenerates the table of docs/benchmarks.md, "What recording the frees costs: `bench/free_cost.py`":
+Regenerates the table of docs/benchmarks.md,
+"What recording the frees costs: `bench/free_cost.py`":
 
     /usr/bin/python3 bench/free_cost.py
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """What including rt_probes.h in many translation units costs a program.
 
-Regenerates the table of docs/benchmarks.md, "Many files including the header: `bench/header_tus.py`":
+Regenerates the table of docs/benchmarks.md,
+"Many files including the header: `bench/header_tus.py`":
 
     /usr/bin/python3 bench/header_tus.py --tus 500
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Does `allocsites record` lose nothing, run after run, with its defaults?
 
-Regenerates the table of docs/benchmarks.md, "Loss: `bench/lossless_runs.py`":
+Regenerates the table of docs/benchmarks.md,
+"Loss: `bench/lossless_runs.py`":
 
     /usr/bin/python3 bench/lossless_runs.py
 

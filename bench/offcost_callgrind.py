@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Instructions the probes add per allocation when nothing records.
 
-Regenerates the table of docs/benchmarks.md, "Cost when nothing records: `bench/offcost_callgrind.py`":
+Regenerates the table of docs/benchmarks.md,
+"Cost when nothing records: `bench/offcost_callgrind.py`":
 
     /usr/bin/python3 bench/offcost_callgrind.py
 

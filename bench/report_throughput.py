@@ -2,7 +2,8 @@
 """Report speed: the native reader (the default) and perf script workers,
 against one plain perf script over the same file.
 
-Regenerates the table of docs/benchmarks.md, "Report throughput: `bench/report_throughput.py`":
+Regenerates the table of docs/benchmarks.md,
+"Report throughput: `bench/report_throughput.py`":
 
     allocsites record -o FILE -- build/minicc 500
     /usr/bin/python3 bench/report_throughput.py --data FILE --runs 5

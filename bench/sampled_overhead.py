@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Cost of sampled mode against the uninstrumented program.
 
-Regenerates the table of docs/benchmarks.md, "Sampled mode against the uninstrumented program: `bench/sampled_overhead.py`":
+Regenerates the table of docs/benchmarks.md,
+"Sampled mode against the uninstrumented program: `bench/sampled_overhead.py`":
 
     /usr/bin/python3 bench/sampled_overhead.py --runs 5
 

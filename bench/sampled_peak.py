@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The sampled peak estimate against the exact peak, over many runs.
 
-Regenerates the tables of docs/benchmarks.md, "The sampled peak against the exact one: `bench/sampled_peak.py`":
+Regenerates the tables of docs/benchmarks.md,
+"The sampled peak against the exact one: `bench/sampled_peak.py`":
 
     /usr/bin/python3 bench/sampled_peak.py --runs 10 --cases minicc:500:64k,minicc:2500:512k
     /usr/bin/python3 bench/sampled_peak.py --runs 10 --cases sawtooth:200:64k,sawtooth:200:512k

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Sampled mode, everything included, against the program run alone.
 
-Regenerates the table of docs/benchmarks.md, "Sampled mode, everything included: `bench/sampled_total.py`":
+Regenerates the table of docs/benchmarks.md,
+"Sampled mode, everything included: `bench/sampled_total.py`":
 
     /usr/bin/python3 bench/sampled_total.py --runs 5 --size 120000
 

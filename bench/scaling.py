@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """How recording cost grows with allocation count and with stack depth.
 
-Regenerates the table of docs/benchmarks.md, "How the cost grows: `bench/scaling.py`":
+Regenerates the table of docs/benchmarks.md,
+"How the cost grows: `bench/scaling.py`":
 
     /usr/bin/python3 bench/scaling.py
 

@@ -8,8 +8,9 @@ demo, each costing perf's handler its own Python work. Done generically
 branches on the kind, EventLog.append branches again and hashes the
 20-frame (stack, tag) key to intern it, and Tally hashes it once more for
 its counts), that was 4.2 us an allocation and 1.9 us a free on the
-reference VM (docs/design.md, "Per-event handler cost"). handler() does the same work for
-these two events in one function, with what repeats cached:
+reference VM (docs/design.md, "Per-event handler cost"). handler() does
+the same work for these two events in one function, with what repeats
+cached:
 
   - per distinct chain of ips: its RawFrames (shared with the Reader's
     cache) and, per tag, the key's index in the EventLog and its

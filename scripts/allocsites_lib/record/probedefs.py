@@ -1,10 +1,10 @@
 """The rt probes' uprobe events, written to tracefs by the recorder itself.
 
 perf probe would do it, one perf process per event (~10 ms each,
-docs/design.md, "Fixed cost of a recording") and one event per probe name and binary. Each perf
-event costs its recording a fixed ~80 ms on this kernel (6.18,
-docs/design.md, "Fixed cost of a recording"): closing a uprobe event waits for an RCU grace
-period (uprobe_unregister), and perf closes its events one after the
+docs/design.md, "Fixed cost of a recording") and one event per probe
+name and binary. Each perf event costs its recording a fixed ~80 ms on
+this kernel (6.18, the same section): closing a uprobe event waits for
+an RCU grace period (uprobe_unregister), and perf closes its events one after the
 other at exit. So the recorder writes the definitions itself
 (docs/design.md, "One event for the probes without a call graph"):
 
