@@ -36,13 +36,14 @@ def flat(text, unit=""):
     return out
 
 
-def top(path, sample_index):
+def top(path, sample_index, focus=None):
     """{function: flat value} of every function pprof -top shows for one
-    sample type (bytes for *_space)."""
+    sample type (bytes for *_space); focus: a -tagfocus (KEY=VALUE)."""
     unit = "B" if sample_index.endswith("_space") else ""
     return flat(pprof(["-top", "-nodecount=100000", "-nodefraction=0",
                        "-sample_index=" + sample_index] +
-                      (["-unit=B"] if unit else []), path), unit)
+                      (["-unit=B"] if unit else []) +
+                      (["-tagfocus=" + focus] if focus else []), path), unit)
 
 
 def per_function(report, count_field, bytes_field):
@@ -100,9 +101,7 @@ class Pprof(ProfileTest):
         for want in truth["phases"]:
             if not want["bytes"] or not want["name"]:
                 continue
-            got = flat(pprof(["-top", "-nodecount=100000", "-nodefraction=0",
-                              "-sample_index=alloc_space", "-unit=B",
-                              "-tagfocus=phase=" + want["name"]], path), "B")
+            got = top(path, "alloc_space", "phase=" + want["name"])
             with self.subTest(phase=want["name"]):
                 self.assertEqual(sum(got.values()), want["bytes"])
             checked += 1
@@ -125,9 +124,7 @@ class Pprof(ProfileTest):
             for r in truth["records"]:
                 if r["count"] and keep(r["bytes"] / r["count"]):
                     want[r["function"]] += r["bytes"]
-            got = flat(pprof(["-top", "-nodecount=100000", "-nodefraction=0",
-                              "-sample_index=alloc_space", "-unit=B",
-                              "-tagfocus=bytes=" + focus], path), "B")
+            got = top(path, "alloc_space", "bytes=" + focus)
             with self.subTest(focus=focus):
                 self.assertTrue(want)
                 self.assertEqual(got, dict(want))
@@ -153,10 +150,7 @@ class Pprof(ProfileTest):
         self.assertEqual(len(tids), 3)
         got = {}
         for tid in tids:
-            flat_bytes = flat(pprof(
-                ["-top", "-nodecount=100000", "-nodefraction=0",
-                 "-sample_index=alloc_space", "-unit=B",
-                 "-tagfocus=tid=" + tid], path), "B")
+            flat_bytes = top(path, "alloc_space", "tid=" + tid)
             with self.subTest(tid=tid):
                 self.assertEqual(len(flat_bytes), 1, flat_bytes)
             got.update(flat_bytes)
@@ -178,9 +172,7 @@ class Pprof(ProfileTest):
         for row in report["phases"]:
             if not row["name"]:
                 continue
-            got = flat(pprof(["-top", "-nodecount=100000", "-nodefraction=0",
-                              "-sample_index=alloc_space", "-unit=B",
-                              "-tagfocus=phase=" + row["name"]], path), "B")
+            got = top(path, "alloc_space", "phase=" + row["name"])
             with self.subTest(phase=row["name"]):
                 self.assertEqual(sum(got.values()), row["bytes"])
 

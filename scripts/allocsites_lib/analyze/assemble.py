@@ -12,7 +12,7 @@ from ..render import flamegraph, pprofout, timeline_series
 from . import completeness, liveview, liveness, threads
 
 from ..read.elf import tag_names
-from .fold import fold
+from .fold import fold, tag_selected
 from ..cli.options import skip_regex
 from .report import Report
 from .stale import stale_binaries
@@ -112,9 +112,9 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
         tally, opts, phase_names, mode, warnings, bad_options)
     result = fold(tally, symbolizer, names, skip, tags, opts.depth, mode,
                   entries=entries, live=live)
-    live_summary = selected_liveness(live_summary, result, opts, sweep,
-                                     lambda key: names.get(key[1], str(key[1]))
-                                     in tags or str(key[1]) in tags)
+    live_summary = selected_liveness(
+        live_summary, result, opts, sweep,
+        lambda key: tag_selected(key[1], names, tags))
     warnings = list(symbolizer.warnings) + warnings
     for regex, dso in declared:
         warnings.append("wrappers declared by %s (RT_SKIP): %s; their "

@@ -408,6 +408,12 @@ def tag_label(tag, names):
     return names.get(tag, str(tag))
 
 
+def tag_selected(tag, names, tags):
+    """Whether --tag's tags (None: all) keep an allocation of tag, named
+    or numbered (names: {tag: name})."""
+    return tags is None or tag_label(tag, names) in tags or str(tag) in tags
+
+
 def call_site_stack(logical, skip_re):
     """Source frames from the call site outwards (drops the probe's function
     and the wrappers --skip names)."""
@@ -439,9 +445,9 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
     total_count = total_bytes = truncated = 0
     for (frames, tag), entry in entries.items():
         count, nbytes = entry.count, entry.bytes
-        label = tag_label(tag, tag_names)
-        if tags is not None and label not in tags and str(tag) not in tags:
+        if not tag_selected(tag, tag_names, tags):
             continue
+        label = tag_label(tag, tag_names)
         logical = [f for raw in frames for f in symbolizer.frames(raw)]
         chain = call_site_stack(logical, skip_re)
         if logical and not reaches_root(logical):

@@ -21,10 +21,6 @@ ENTRY_SCRIPT = os.path.join(SCRIPTS_DIR, "allocsites.py")
 USAGE = parsers.USAGE
 
 
-class Usage(Exception):
-    """A usage error found after parsing: one line, status 2."""
-
-
 # allocsites report's status when the profile is incomplete (the same as
 # scripts/allocsites.py's).
 INCOMPLETE = 3
@@ -105,9 +101,6 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         return dispatch(argv)
-    except Usage as e:
-        sys.stderr.write("allocsites: %s (allocsites --help for usage)\n" % e)
-        return 2
     except options.UsageError as e:
         sys.stderr.write("allocsites: %s\n" % e)
         return 2
@@ -210,8 +203,6 @@ def dispatch(argv):
         return report(inv.input, inv.report_args, jobs=inv.jobs)
     if inv.form == "diff":
         return run_diff(inv.report)
-    if not inv.program and getattr(inv.record, "pid", None) is None:
-        raise Usage("no program given after --")
     if inv.form == "record":
         return recording.record(inv.record, inv.program)
     status = recording.record(inv.record, inv.program)

@@ -4,11 +4,10 @@ Version 2 adds who holds the memory (issue 12) and the phases (issue 13);
 every field of version 1 is still there, with its meaning."""
 
 import json
-import math
 import types
 
 from . import sitestacks
-from .text import share, verdict
+from .text import peak_error, share, verdict
 
 VERSION = 2
 
@@ -130,10 +129,7 @@ def liveness_json(live, sampling=None):
             "scope": live.scope,
             # sampled: one standard error of the total at the peak's
             # moment, sqrt(R x peak); null in exact mode (appended)
-            "peak_bytes_error": math.sqrt(sampling["sample_bytes"] *
-                                          live.peak_bytes)
-            if sampling and sampling.get("sample_bytes") and
-            live.peak_bytes > 0 else None}
+            "peak_bytes_error": peak_error(live, sampling)}
 
 
 def phase_json(row):

@@ -26,6 +26,7 @@ embedded Python has no protobuf module."""
 import gzip
 import re
 
+from ..analyze.fold import tag_label, tag_selected
 from ..read import elf as elfmod
 
 OFFSET = re.compile(r"\+0x[0-9a-f]+$")   # a symbol+offset frame's offset
@@ -212,10 +213,9 @@ def _samples(locs, labels, names, tags, phased, inuse, threads):
         phase_label = b"" if phase is None else \
             labels.text(labels.phase_key, str(phase))
         for (frames, tag), entry in phase_entries.items():
-            name = names.get(tag, str(tag))
-            if tags is not None and name not in tags and \
-                    str(tag) not in tags:
+            if not tag_selected(tag, names, tags):
                 continue
+            name = tag_label(tag, names)
             ids = _packed(1, locs.stack_ids(frames[1:]))
             label = labels.text(labels.tag, name)
             kl = (phase_live or {}).get((frames, tag)) if inuse else None

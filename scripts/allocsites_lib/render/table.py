@@ -1,12 +1,12 @@
 """The stdout table: top sites by bytes (or --sort), a totals line, who
 holds the memory when frees were recorded, the phases, events and loss."""
 
-import math
 import os
 import re
 
 from . import ranking
-from .text import human_bytes, location, lost_text, share, verdict_line
+from .text import (human_bytes, location, lost_text, peak_error, share,
+                   verdict_line)
 
 _CTRL = re.compile("[\x00-\x1f\x7f]")
 
@@ -132,16 +132,15 @@ def _live_lines(live, est, sampling=None):
         of, est, live.peak_bytes, human_bytes(live.peak_bytes), est,
         live.peak_count, ", at " + ranking.time_text(live.peak_time)
         if live.peak_time is not None else "")]
-    if sampling and sampling.get("sample_bytes") and live.peak_bytes > 0:
+    error = peak_error(live, sampling)
+    if error is not None:
         # The highest of many noisy moments overshoots where the program
         # comes back near its high often: bench/sampled_peak.py measured
         # up to PEAK_BIAS_SE standard errors (docs/sampling.md).
         lines[0] += ("; sampled: +-%s at a moment, and measured up to %sx "
                      "that too high where a program returns near its high "
-                     "often (docs/sampling.md)" % (
-                         human_bytes(math.sqrt(sampling["sample_bytes"] *
-                                               live.peak_bytes)),
-                         PEAK_BIAS_SE))
+                     "often (docs/sampling.md)" % (human_bytes(error),
+                                                   PEAK_BIAS_SE))
     parts = ["leaked%s: %s%.0f bytes (%s) in %s%.0f allocations" % (
         " (%s's)" % live.scope if live.scope else "", est,
         live.leaked_bytes, human_bytes(live.leaked_bytes), est,

@@ -2,6 +2,7 @@
 file:line locations and flame graph labels, shares, the loss and the
 completeness verdict."""
 
+import math
 import os
 
 from ..analyze import completeness
@@ -71,3 +72,12 @@ def frame_label(frame):
 
 def share(part, whole):
     return (100.0 * part / whole) if whole else 0.0
+
+
+def peak_error(live, sampling):
+    """One standard error of a sampled peak, sqrt(R x peak) bytes
+    (docs/sampling.md); None in exact mode or without a peak."""
+    if not (sampling and sampling.get("sample_bytes")) or \
+            live.peak_bytes <= 0:
+        return None
+    return math.sqrt(sampling["sample_bytes"] * live.peak_bytes)
