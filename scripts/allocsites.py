@@ -34,8 +34,27 @@ INCOMPLETE, INTERRUPTED = 3, 130
 PROGRESS_EVERY = worker_files.PROGRESS_EVERY
 
 
+def _flush_stdout():
+    """Flushes stdout; False when its reader went away (`| head`): stdout
+    is /dev/null from then on, so that no later flush (perf's, at exit)
+    fails again -- the Python documentation's "Note on SIGPIPE". perf
+    runs Python with SIGPIPE ignored: a closed pipe is a BrokenPipeError,
+    which escaping a handler would abort perf."""
+    try:
+        sys.stdout.flush()
+        return True
+    except BrokenPipeError:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+        return False
+
+
 def _fail(message, status=2):
-    sys.stdout.flush()
+    _flush_stdout()
     sys.stderr.write("allocsites: %s\n" % message)
     sys.stderr.flush()
     os._exit(status)  # SystemExit inside perf prints a traceback; this won't
@@ -144,13 +163,17 @@ class Run:
         try:
             self.handle.flush()
             status = self.finish()
+            if not _flush_stdout():
+                status = 0
+        except BrokenPipeError:   # the reader went away: end quietly
+            _flush_stdout()
+            status = 0
         except options.UsageError as e:   # --weight peak without frees...
             _fail("%s" % e, 2)
         except OSError as e:
             _fail("%s" % e, 1)
         except Exception as e:  # noqa: BLE001
             _fail("report failed: %s: %s" % (type(e).__name__, e), 1)
-        sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
 
@@ -200,8 +223,11 @@ def recording_loss(data):
 
 try:
     if "-h" in sys.argv[1:] or "--help" in sys.argv[1:]:
-        sys.stdout.write(options.parser().format_help())
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(options.parser().format_help())
+        except BrokenPipeError:
+            pass
+        _flush_stdout()
         os._exit(0)
     _RUN = Run(sys.argv[1:])
 except options.UsageError as e:

@@ -234,3 +234,47 @@ class ReportHelpExamples(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ClosedPipe(unittest.TestCase):
+    """A reader that goes away before the output is written (`| head`, a
+    pager quit) ends the command quietly with status 0. stdout is a pipe,
+    so Python buffers it (unless PYTHONUNBUFFERED is set, as it is in
+    some shells): output shorter than the buffer meets the closed pipe
+    only at Python's flush at exit, which said "Exception ignored ...
+    BrokenPipeError" and exited 120 (issue 31, on a fresh Debian 12)."""
+
+    ENTRY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                         "..", "scripts", "allocsites")
+
+    def run_closed(self, argv, env):
+        import subprocess
+        proc = subprocess.Popen(["/usr/bin/python3", self.ENTRY] + argv,
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env)
+        proc.stdout.close()   # before the command writes anything
+        err = proc.stderr.read().decode()
+        proc.stderr.close()
+        return proc.wait(), err
+
+    def test_help_into_a_closed_pipe(self):
+        base = {k: v for k, v in os.environ.items()
+                if k not in ("PYTHONUNBUFFERED", "LANG", "LC_ALL")}
+        for extra in ({}, {"LANG": "C"}, {"LC_ALL": "C.UTF-8"},
+                      {"PYTHONUNBUFFERED": "1"}):
+            for argv in (["--help"], ["report", "--help"]):
+                with self.subTest(env=extra, argv=argv):
+                    status, err = self.run_closed(argv, dict(base, **extra))
+                    self.assertEqual((status, err), (0, ""))
+
+    def test_a_full_disk_at_the_last_flush_is_one_line(self):
+        import subprocess
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run(
+                ["/usr/bin/python3", self.ENTRY, "--help"], stdout=full,
+                stderr=subprocess.PIPE, universal_newlines=True,
+                env={k: v for k, v in os.environ.items()
+                     if k != "PYTHONUNBUFFERED"})
+        self.assertEqual((proc.returncode, proc.stderr),
+                         (1, "allocsites: error: cannot write the output: "
+                             "No space left on device\n"))

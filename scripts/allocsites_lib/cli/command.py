@@ -99,6 +99,25 @@ def recording_facts(data, perf, scan, probed):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
+    status = _main(argv)
+    # stdout is flushed here, not by Python at exit: a pipe is block
+    # buffered (unless PYTHONUNBUFFERED is set), so a report shorter than
+    # the buffer meets a closed pipe only then, where Python can only print
+    # "Exception ignored ... BrokenPipeError" and exit 120.
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
+    except OSError as e:
+        _quiet_stdout()
+        sys.stderr.write("allocsites: error: cannot write the output: %s\n"
+                         % (e.strerror or e))
+        return 1
+    return status
+
+
+def _main(argv):
     try:
         return dispatch(argv)
     except options.UsageError as e:
@@ -128,6 +147,9 @@ def main(argv=None):
 
 
 def _quiet_stdout():
+    """stdout to /dev/null, so that nothing flushes into the closed pipe
+    again (the Python documentation's "Note on SIGPIPE"); what stdout
+    still buffers is dropped."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
