@@ -38,9 +38,24 @@ struct cfi_cache {
 struct cfi_cache *cfi_cache_new(void)
 {
 	struct cfi_cache *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
 	c->mask = (1 << 12) - 1;
 	c->t = calloc(c->mask + 1, sizeof(*c->t));
+	if (!c->t) {
+		free(c);
+		return NULL;
+	}
 	return c;
+}
+
+/* Every rule forgotten: the modules they came from changed. */
+void cfi_cache_clear(struct cfi_cache *c)
+{
+	if (!c->n)
+		return;
+	memset(c->t, 0, (c->mask + 1) * sizeof(*c->t));
+	c->n = 0;
 }
 
 static size_t slot_of(const struct cfi_cache *c, u64 pc)
@@ -52,8 +67,13 @@ static void grow(struct cfi_cache *c)
 {
 	struct rule *old = c->t;
 	size_t n = c->mask + 1;
+	struct rule *t = calloc(n * 2, sizeof(*t));
+	if (!t) {
+		cfi_cache_clear(c);   /* a cache started again, not a crash */
+		return;
+	}
 	c->mask = n * 2 - 1;
-	c->t = calloc(n * 2, sizeof(*c->t));
+	c->t = t;
 	for (size_t i = 0; i < n; i++) {
 		if (old[i].kind == R_EMPTY)
 			continue;
@@ -143,19 +163,20 @@ static const struct rule *rule_for(struct cfi_cache *c, Dwfl *dwfl, u64 pc)
 	struct rule r;
 	memset(&r, 0, sizeof(r));
 	make_rule(dwfl, pc, &r);
+	if ((c->n + 1) * 2 > c->mask)
+		grow(c);     /* or cleared, if memory ran out */
+	j = slot_of(c, pc);
+	while (c->t[j].kind != R_EMPTY)
+		j = (j + 1) & c->mask;
 	c->t[j] = r;
-	if (++c->n * 2 > c->mask) {
-		grow(c);
-		j = slot_of(c, pc);
-		while (c->t[j].pc != pc || c->t[j].kind == R_EMPTY)
-			j = (j + 1) & c->mask;
-	}
+	c->n++;
 	return &c->t[j];
 }
 
 static int read_word(const struct sample *s, u64 sp0, u64 addr, u64 *v)
 {
-	if (addr < sp0 || addr + 8 > sp0 + s->stack_size)
+	/* no wrap-around: registers can lie at the top of the space */
+	if (addr < sp0 || s->stack_size < 8 || addr - sp0 > s->stack_size - 8)
 		return 0;
 	memcpy(v, s->stack + (addr - sp0), 8);
 	return 1;

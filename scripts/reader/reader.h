@@ -187,7 +187,8 @@ int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs,
 /* cfi_cache.c: the common x86-64 frames from cached CFI rules; -1 when
  * a frame needs libdw's full unwinder (then unwind the sample there). */
 struct cfi_cache;
-struct cfi_cache *cfi_cache_new(void);
+struct cfi_cache *cfi_cache_new(void);          /* NULL: no memory */
+void cfi_cache_clear(struct cfi_cache *c);      /* the modules changed */
 struct Dwfl;
 int cfi_unwind(struct cfi_cache *c, struct Dwfl *dwfl,
 	       const struct sample *s, int ip_pos, int sp_pos, int bp_pos,

@@ -19,6 +19,7 @@
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* perf's x86_64 register numbers (arch/x86/include/uapi/asm/perf_regs.h)
@@ -30,8 +31,17 @@ static const int dwarf_to_perf[17] = {
 
 u64 unwind_fast, unwind_slow, unwind_mismatch;
 
+struct mod {
+	const char *path;       /* interned: compared by pointer */
+	u64 bias;
+	u64 low, high;          /* libdw's range, once reported */
+	int reported;           /* 0: libdw took no module from it */
+};
+
 struct unw {
 	Dwfl *dwfl;
+	struct mod *mods;       /* what dwfl holds, sorted (mod_cmp) */
+	size_t nmods;
 	struct cfi_cache *cfi;
 	unsigned generation;    /* of the maps last reported */
 	int attached;
@@ -57,13 +67,23 @@ static const struct elfinfo *elfinfo(const char *path)
 	for (struct elfinfo *e = elfinfos[b]; e; e = e->next)
 		if (e->path == path)
 			return e;
+	static struct elfinfo none;   /* out of memory: no ELF */
 	struct elfinfo *e = calloc(1, sizeof(*e));
+	if (!e)
+		return &none;
 	e->path = path;
 	e->next = elfinfos[b];
 	elfinfos[b] = e;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* a mapping's path is whatever the recording says: never block on
+	 * it (a FIFO), read only regular files */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return e;
+	struct stat st;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return e;
+	}
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	GElf_Ehdr eh;
 	size_t phnum;
@@ -160,7 +180,9 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 	if (sp < 0 || !s->stack)
 		return false;
 	u64 start = s->regs[sp];
-	if (addr < start || addr + sizeof(Dwarf_Word) > start + s->stack_size)
+	/* no wrap-around: sp and addr can lie at the top of the space */
+	if (addr < start || s->stack_size < sizeof(Dwarf_Word) ||
+	    addr - start > s->stack_size - sizeof(Dwarf_Word))
 		return false;
 	memcpy(result, s->stack + (addr - start), sizeof(*result));
 	return true;
@@ -186,29 +208,121 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 	.set_initial_registers = set_initial_registers,
 };
 
-static void report_maps(struct unw *u)
+/* The modules of a process: one per file and load bias (a file's
+ * several exec mappings are one module), sorted, at most MAX_MODULES
+ * (a recording can name thousands of mappings of one file: each would
+ * be a libdw module, its CFI parsed, all of them re-reported). */
+#define MAX_MODULES 1024
+u64 modules_skipped;
+
+static int mod_cmp(const void *a, const void *b)
 {
-	size_t n;
+	const struct mod *x = a, *y = b;
+	if (x->path != y->path)
+		return (uintptr_t)x->path < (uintptr_t)y->path ? -1 : 1;
+	return x->bias < y->bias ? -1 : x->bias > y->bias;
+}
+
+static size_t wanted_modules(struct unw *u, struct mod *out)
+{
+	size_t n, k = 0;
 	const struct map *maps = proc_maps(u->proc, &n);
-	dwfl_report_begin(u->dwfl);
 	for (size_t i = 0; i < n; i++) {
 		u64 bias;
 		if (maps[i].path[0] != '/' || map_bias(&maps[i], &bias))
 			continue;
-		/* one module per file and bias: a file's several exec
-		 * mappings are one module */
-		int seen = 0;
-		for (size_t j = 0; j < i && !seen; j++) {
-			u64 b2;
-			seen = maps[j].path == maps[i].path &&
-				!map_bias(&maps[j], &b2) && b2 == bias;
+		struct mod m = { maps[i].path, bias, 0, 0, 0 };
+		/* the same file and bias as the last one kept: one module
+		 * (mappings are sorted by address, a file's are adjacent) */
+		if (k && !mod_cmp(&out[k - 1], &m))
+			continue;
+		if (k == MAX_MODULES) {
+			modules_skipped++;
+			continue;
 		}
-		if (!seen)
-			dwfl_report_elf(u->dwfl, maps[i].path, maps[i].path,
-					-1, bias, true);
+		out[k++] = m;
+	}
+	if (k)
+		qsort(out, k, sizeof(*out), mod_cmp);
+	size_t j = 0;
+	for (size_t i = 0; i < k; i++)
+		if (!j || mod_cmp(&out[j - 1], &out[i]))
+			out[j++] = out[i];
+	return j;
+}
+
+/* Reports a new module to libdw from a descriptor opened here: only a
+ * regular file, opened without blocking (a mapping can name a FIFO),
+ * which libdw keeps on success. Its address range is kept in m, for
+ * reporting it again. */
+static int report_new(Dwfl *dwfl, struct mod *m)
+{
+	int fd = open(m->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -1;
+	}
+	Dwfl_Module *mod = dwfl_report_elf(dwfl, m->path, m->path, fd,
+					   m->bias, true);
+	if (!mod) {
+		close(fd);
+		return -1;
+	}
+	Dwarf_Addr low, high;
+	dwfl_module_info(mod, NULL, &low, &high, NULL, NULL, NULL, NULL);
+	m->low = low;
+	m->high = high;
+	m->reported = 1;
+	return 0;
+}
+
+/* Brings libdw's modules in line with the process's mappings. A module
+ * kept is reported again with dwfl_report_module (its name and range),
+ * which keeps it with its parsed CFI and symbols. Not with
+ * dwfl_report_elf: from a new descriptor, libdw takes a module it
+ * already has as an overlap and drops it at dwfl_report_end (elfutils
+ * 0.188, dwfl_report_elf.c), which after a dlopen lost every module and
+ * ended every later stack at its first frame in the main binary. When
+ * the modules are the same (a JIT's anonymous code changes the maps,
+ * not the modules) libdw is not called. Rules cached per pc may name a
+ * module that changed: the cache starts again when the modules do. */
+static void report_maps(struct unw *u)
+{
+	struct mod *want = malloc(MAX_MODULES * sizeof(*want));
+	if (!want)
+		return;      /* the old modules stay: retried at the next sample */
+	size_t nw = wanted_modules(u, want);
+	u->generation = proc_generation(u->proc);
+	int same = nw == u->nmods;
+	for (size_t i = 0; same && i < nw; i++)
+		same = !mod_cmp(&want[i], &u->mods[i]);
+	if (same) {
+		free(want);
+		return;
+	}
+	dwfl_report_begin(u->dwfl);
+	for (size_t i = 0, j = 0; i < nw; i++) {
+		while (j < u->nmods && mod_cmp(&u->mods[j], &want[i]) < 0)
+			j++;
+		if (j < u->nmods && !mod_cmp(&u->mods[j], &want[i]) &&
+		    u->mods[j].reported) {
+			want[i] = u->mods[j];
+			dwfl_report_module(u->dwfl, want[i].path, want[i].low,
+					   want[i].high);
+		} else if (j < u->nmods && !mod_cmp(&u->mods[j], &want[i])) {
+			want[i] = u->mods[j];   /* not a module: not retried */
+		} else {
+			report_new(u->dwfl, &want[i]);
+		}
 	}
 	dwfl_report_end(u->dwfl, NULL, NULL);
-	u->generation = proc_generation(u->proc);
+	free(u->mods);
+	u->mods = want;
+	u->nmods = nw;
+	cfi_cache_clear(u->cfi);
 }
 
 static struct unw *unw_of(struct proc *p)
@@ -217,9 +331,17 @@ static struct unw *unw_of(struct proc *p)
 	struct unw *u = *slot;
 	if (!u) {
 		u = calloc(1, sizeof(*u));
+		if (!u)
+			return NULL;
 		u->proc = p;
 		u->dwfl = dwfl_begin(&offline_callbacks);
-		u->cfi = cfi_cache_new();
+		u->cfi = u->dwfl ? cfi_cache_new() : NULL;
+		if (!u->cfi) {
+			if (u->dwfl)
+				dwfl_end(u->dwfl);
+			free(u);
+			return NULL;
+		}
 		u->generation = proc_generation(p) - 1;
 		*slot = u;
 	}
@@ -279,6 +401,8 @@ int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs, int max)
 	if (!s->regs || !s->stack)
 		return 0;
 	struct unw *u = unw_of(p);
+	if (!u)
+		return 0;
 	int n = -1;
 	if ((u->attached || verify) && !no_cache)   /* libdw attaches first */
 		n = cfi_unwind(u->cfi, u->dwfl, s, reg_pos(s, 8),
@@ -321,7 +445,7 @@ int symbolize_pc(struct proc *p, u64 pc, const struct map *m, u64 *addr,
 			}
 	}
 	struct unw *u = unw_of(p);
-	Dwfl_Module *mod = dwfl_addrmodule(u->dwfl, pc);
+	Dwfl_Module *mod = u ? dwfl_addrmodule(u->dwfl, pc) : NULL;
 	if (mod) {
 		GElf_Off so;
 		GElf_Sym es;
