@@ -11,6 +11,7 @@ DEMO_SIZE ?= 500
 .DEFAULT_GOAL := all
 include examples/Makefile.inc
 include tests/Makefile.inc
+include tests/differential/Makefile.inc
 
 .PHONY: all deps demo check unit bench clean install uninstall
 

@@ -4,8 +4,9 @@
 #   (the header must work from C++), make, addr2line
 #   (binutils), valgrind (the probes' cost, counted by callgrind in a unit
 #   test), gdb (a unit test unwinds through the sampler's asm) and the
-#   system Python perf embeds (python3), and the native reader's
-#   libraries (libdw-dev, libelf-dev, libzstd-dev).
+#   system Python perf embeds (python3), the native reader's
+#   libraries (libdw-dev, libelf-dev, libzstd-dev), and the differential
+#   corpus' clang, liblua5.4-dev and lua-filesystem.
 # tracefs is not mounted here: `allocsites record` mounts it when needed and
 # unmounts it afterwards, leaving the machine as it found it.
 set -eu
@@ -32,6 +33,12 @@ command -v pgrep >/dev/null 2>&1 || missing="$missing procps"
 [ -f /usr/include/elfutils/libdwfl.h ] || missing="$missing libdw-dev"
 [ -f /usr/include/libelf.h ] || missing="$missing libelf-dev"
 [ -f /usr/include/zstd.h ] || missing="$missing libzstd-dev"
+# The differential corpus (tests/differential/, test_differential.py):
+# clang beside gcc, and a Lua 5.4 interpreter host linked with
+# liblua5.4.a that require()s lfs (luafilesystem's 5.4 module) mid-run.
+command -v clang >/dev/null 2>&1 || missing="$missing clang"
+[ -f /usr/lib/x86_64-linux-gnu/liblua5.4.a ] || missing="$missing liblua5.4-dev"
+[ -f /usr/lib/x86_64-linux-gnu/lua/5.4/lfs.so ] || missing="$missing lua-filesystem"
 # The lint test (tests/unit/test_lint.py).
 command -v pyflakes3 >/dev/null 2>&1 || missing="$missing pyflakes3"
 command -v shellcheck >/dev/null 2>&1 || missing="$missing shellcheck"
