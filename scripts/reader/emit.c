@@ -51,6 +51,19 @@ struct emitter {
 	int error;
 };
 
+/* The distinct strings, frames and stacks must all be kept: without
+ * memory for one the stream cannot go on, said in one line. */
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n);
+	if (!p) {
+		fprintf(stderr, "allocsites-read: out of memory (the distinct "
+			"stacks)\n");
+		exit(1);
+	}
+	return p;
+}
+
 static void block(struct emitter *e, u32 type, const void *a, u32 alen,
 		  const void *b, u32 blen)
 {
@@ -71,9 +84,15 @@ static void flush_events(struct emitter *e)
 struct emitter *emit_new(FILE *out)
 {
 	struct emitter *e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
 	e->out = out;
 	e->stack_buckets = 1 << 16;
 	e->stacks = calloc(e->stack_buckets, sizeof(*e->stacks));
+	if (!e->stacks) {
+		free(e);
+		return NULL;
+	}
 	return e;
 }
 
@@ -114,8 +133,8 @@ static u32 string_id(struct emitter *e, const char *s)
 	for (struct strent *t = e->strs[h]; t; t = t->next)
 		if (!strcmp(t->key, s))
 			return t->id;
-	struct strent *t = malloc(sizeof(*t));
-	t->key = strdup(s);
+	struct strent *t = xmalloc(sizeof(*t));
+	t->key = strcpy(xmalloc(strlen(s) + 1), s);
 	t->id = ++e->nstrings;
 	t->next = e->strs[h];
 	e->strs[h] = t;
@@ -145,7 +164,7 @@ static u32 frame_id(struct emitter *e, struct proc *p, u64 pc)
 	} rec = { ++e->nframes, string_id(e, path ? path : "[unknown]"),
 		  has_addr ? string_id(e, sym) : 0, has_addr,
 		  has_addr ? addr : 0, has_addr ? off : 0, pc };
-	struct frament *f = malloc(sizeof(*f));
+	struct frament *f = xmalloc(sizeof(*f));
 	f->path = path;
 	f->pc = pc;
 	f->pc_in_file = key;
@@ -170,7 +189,7 @@ u32 emit_stack(struct emitter *e, struct proc *p, const u64 *pcs, int n)
 	u32 ids[MAX_FRAMES + 2];
 	for (int i = 0; i < n; i++)
 		ids[i + 2] = frame_id(e, p, pcs[i]);
-	struct stackent *s = malloc(sizeof(*s) + (size_t)n * 8);
+	struct stackent *s = xmalloc(sizeof(*s) + (size_t)n * 8);
 	s->proc = p;
 	s->generation = gen;
 	s->n = (u32)n;

@@ -28,24 +28,42 @@ struct ctx {
 	int text;
 	u64 samples, records, rounds;
 	size_t peak_queue;
+	u64 skipped;            /* damaged records left out */
+	u64 skipped_at;         /* the first one's file offset */
+	const char *skipped_why;
 	u64 pcs[MAX_FRAMES];
 };
+
+/* A record that cannot be what it says is left out and counted: the
+ * report is then incomplete and says so, never silently short. */
+static void damaged(struct ctx *c, u64 at, const char *why)
+{
+	if (!c->skipped++) {
+		c->skipped_at = at;
+		c->skipped_why = why;
+	}
+}
 
 static u64 le64(const u8 *p) { u64 v; memcpy(&v, p, 8); return v; }
 static u32 le32(const u8 *p) { u32 v; memcpy(&v, p, 4); return v; }
 
-static u64 field_value(const struct sample *s, const struct field *f)
+/* A field of the sample's raw data; -1 when it lies past the data (the
+ * format or the record is damaged: never read as 0). */
+static int field_value(const struct sample *s, const struct field *f,
+		       u64 *v)
 {
-	if (f->offset + f->size > s->raw_size)
-		return 0;
+	*v = 0;
+	if ((u64)f->offset + f->size > s->raw_size)
+		return -1;
 	const u8 *p = s->raw + f->offset;
 	switch (f->size) {
-	case 1: return f->is_signed ? (u64)(int64_t)(int8_t)p[0] : p[0];
-	case 2: { u16 v; memcpy(&v, p, 2);
-		return f->is_signed ? (u64)(int64_t)(int16_t)v : v; }
-	case 4: { u32 v = le32(p);
-		return f->is_signed ? (u64)(int64_t)(int32_t)v : v; }
-	case 8: return le64(p);
+	case 1: *v = f->is_signed ? (u64)(int64_t)(int8_t)p[0] : p[0];
+		break;
+	case 2: { u16 x; memcpy(&x, p, 2);
+		*v = f->is_signed ? (u64)(int64_t)(int16_t)x : x; break; }
+	case 4: { u32 x = le32(p);
+		*v = f->is_signed ? (u64)(int64_t)(int32_t)x : x; break; }
+	case 8: *v = le64(p); break;
 	}
 	return 0;
 }
@@ -95,22 +113,36 @@ static void text_event(struct ctx *c, const struct sample *s, int n,
 	}
 }
 
-static int on_sample(struct ctx *c, const u8 *rec, u32 size)
+static int on_sample(struct ctx *c, const u8 *rec, u32 size, u64 at)
 {
 	struct sample s;
-	if (parse_sample(&c->pf, rec, size, &s) || !s.attr->fmt)
+	if (parse_sample(&c->pf, rec, size, &s)) {
+		damaged(c, at, "a sample shorter than its fields, or of no "
+			"event in the file");
+		return 0;
+	}
+	if (!s.attr->fmt)
 		return 0;   /* perf script hands a script tracepoints only */
-	c->samples++;
+	u64 args[MAX_FIELDS];
+	const struct tpformat *fmt = s.attr->fmt;
+	for (int i = 0; i < fmt->nfields; i++)
+		if (field_value(&s, &fmt->fields[i], &args[i])) {
+			damaged(c, at, "a tracepoint field past the sample's "
+				"data");
+			return 0;
+		}
 	struct proc *p = proc_get(s.pid);
+	if (!p) {
+		damaged(c, at, "a sample past the reader's limits (out of "
+			"memory)");
+		return 0;
+	}
+	c->samples++;
 	int n = 0;
 	if (s.regs && s.stack)
 		n = unwind_sample(p, &s, c->pcs, MAX_FRAMES);
 	else if (s.nr_callchain)
 		n = user_chain(&s, c->pcs, MAX_FRAMES);
-	u64 args[MAX_FIELDS];
-	const struct tpformat *fmt = s.attr->fmt;
-	for (int i = 0; i < fmt->nfields; i++)
-		args[i] = field_value(&s, &fmt->fields[i]);
 	if (c->text) {
 		text_event(c, &s, n, args, fmt->nfields);
 		return 0;
@@ -121,8 +153,27 @@ static int on_sample(struct ctx *c, const u8 *rec, u32 size)
 	return 0;
 }
 
-/* perf's machine__process_event, for what the unwinder needs. */
-static int deliver(void *vc, const u8 *rec, u32 size)
+/* An MMAP or MMAP2 record's mapping, its path at path_at: the path ends
+ * inside the record, the range does not wrap. */
+static void on_mmap(struct ctx *c, const u8 *rec, u32 size, u32 path_at,
+		    u64 at)
+{
+	u64 start = le64(rec + 16), len = le64(rec + 24);
+	if (size <= path_at || !memchr(rec + path_at, 0, size - path_at) ||
+	    len == 0 || start + len < start) {
+		damaged(c, at, "a mapping record with no path or a range "
+			"past the address space");
+		return;
+	}
+	if (proc_mmap(le32(rec + 8), start, len, le64(rec + 32),
+		      (const char *)rec + path_at))
+		damaged(c, at, "a mapping past the reader's limits (too "
+			"many mappings, or out of memory)");
+}
+
+/* perf's machine__process_event, for what the unwinder needs. at: the
+ * record's offset in the file, for what is said of a damaged one. */
+static int deliver(void *vc, const u8 *rec, u32 size, u64 at)
 {
 	struct ctx *c = vc;
 	u32 type = le32(rec);
@@ -130,25 +181,32 @@ static int deliver(void *vc, const u8 *rec, u32 size)
 	memcpy(&misc, rec + 4, 2);
 	switch (type) {
 	case REC_SAMPLE:
-		return on_sample(c, rec, size);
+		return on_sample(c, rec, size, at);
 	case REC_MMAP2:
-		if (size > 72 && (le32(rec + 64) & PROT_EXEC_BIT))
-			proc_mmap(le32(rec + 8), le64(rec + 16),
-				  le64(rec + 24), le64(rec + 32),
-				  (const char *)rec + 72);
+		if (size < 72)
+			damaged(c, at, "a mapping record too short");
+		else if (le32(rec + 64) & PROT_EXEC_BIT)
+			on_mmap(c, rec, size, 72, at);
 		break;
 	case REC_MMAP:
-		if (size > 40 && !(misc & MISC_MMAP_DATA))
-			proc_mmap(le32(rec + 8), le64(rec + 16),
-				  le64(rec + 24), le64(rec + 32),
-				  (const char *)rec + 40);
+		if (size < 40)
+			damaged(c, at, "a mapping record too short");
+		else if (!(misc & MISC_MMAP_DATA))
+			on_mmap(c, rec, size, 40, at);
 		break;
 	case REC_COMM:
-		if ((misc & MISC_COMM_EXEC) && le32(rec + 8) == le32(rec + 12))
+		if (size < 16)
+			damaged(c, at, "a COMM record too short");
+		else if ((misc & MISC_COMM_EXEC) &&
+			 le32(rec + 8) == le32(rec + 12))
 			proc_exec(le32(rec + 8));
 		break;
 	case REC_FORK:
-		proc_fork(le32(rec + 8), le32(rec + 12));
+		if (size < 16)
+			damaged(c, at, "a FORK record too short");
+		else if (proc_fork(le32(rec + 8), le32(rec + 12)))
+			damaged(c, at, "a process past the reader's limits "
+				"(out of memory)");
 		break;
 	}
 	return 0;
@@ -172,8 +230,8 @@ static int on_record(void *vc, const u8 *rec, u32 size, struct buf *b)
 	/* perf delivers a record without a time (or time 0) at once */
 	if (record_time(&c->pf, rec, size, &time) || time == 0 ||
 	    time == (u64)-1)
-		return deliver(c, rec, size);
-	return order_queue(c->order, time, rec, size, b);
+		return deliver(c, rec, size, c->pf.at);
+	return order_queue(c->order, time, rec, size, b, c->pf.at);
 }
 
 int main(int argc, char **argv)
@@ -204,6 +262,10 @@ int main(int argc, char **argv)
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 	c.em = emit_new(stdout);
 	c.order = order_new(deliver, &c);
+	if (!c.em || !c.order) {
+		fprintf(stderr, "allocsites-read: out of memory\n");
+		return 1;
+	}
 	if (!c.text)
 		for (int i = 0; i < c.pf.nattrs; i++)
 			if (c.pf.attrs[i].fmt)
@@ -218,14 +280,15 @@ int main(int argc, char **argv)
 			 "samples %llu\nrecords %llu\nrounds %llu\n"
 			 "queue_peak %zu\ntail_cut %llu\n"
 			 "unwound_fast %llu\nunwound_libdw %llu\n"
-			 "unwind_mismatch %llu\n",
+			 "unwind_mismatch %llu\nskipped %llu\n",
 			 (unsigned long long)c.samples,
 			 (unsigned long long)c.records,
 			 (unsigned long long)c.rounds, c.peak_queue,
 			 (unsigned long long)c.pf.tail_cut,
 			 (unsigned long long)unwind_fast,
 			 (unsigned long long)unwind_slow,
-			 (unsigned long long)unwind_mismatch);
+			 (unsigned long long)unwind_mismatch,
+			 (unsigned long long)c.skipped);
 		emit_note(c.em, note);
 		if (emit_close(c.em) && !rc) {
 			fprintf(stderr, "allocsites-read: cannot write its "
@@ -241,6 +304,11 @@ int main(int argc, char **argv)
 			(unsigned long long)unwind_fast,
 			(unsigned long long)unwind_slow,
 			(unsigned long long)unwind_mismatch);
+	if (c.skipped)
+		fprintf(stderr, "allocsites-read: %s: %llu damaged records "
+			"left out (the first at offset %llu: %s)\n", path,
+			(unsigned long long)c.skipped,
+			(unsigned long long)c.skipped_at, c.skipped_why);
 	if (rc) {
 		fprintf(stderr, "allocsites-read: %s\n", err);
 		return 1;

@@ -6,7 +6,11 @@
  * time seen at the previous round, then remembers the latest time seen
  * now. Records of equal time keep their order in the file. At the end,
  * everything left goes out. Memory: at most two rounds of records (a
- * round is one pass of perf record over its ring buffers). */
+ * round is one pass of perf record over its ring buffers), and at most
+ * QUEUE_MAX bytes: a file without FINISHED_ROUND records (damaged, or
+ * written by another tool) would otherwise be queued whole. Past it the
+ * older half goes out, as perf's ordered_events do past their limit
+ * (OE_FLUSH__HALF). */
 #include "reader.h"
 
 #include <stdlib.h>
@@ -16,6 +20,7 @@ struct chunk;
 struct entry {
 	u64 time, seq;
 	struct chunk *chunk;
+	u64 at;                 /* its offset in the file */
 	struct buf *buf;        /* rec lies there (not copied), or NULL */
 	const u8 *rec;
 	u32 size;
@@ -23,6 +28,7 @@ struct entry {
 };
 
 #define CHUNK_SIZE (8u << 20)
+#define QUEUE_MAX ((size_t)1 << 30)
 struct chunk {
 	struct chunk *next;     /* on the free list */
 	size_t used, live;
@@ -76,19 +82,28 @@ static void free_entry(struct order *o, struct entry *e)
 struct order *order_new(deliver_fn fn, void *ctx)
 {
 	struct order *o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
 	o->fn = fn;
 	o->ctx = ctx;
 	return o;
 }
 
+static int deliver_upto(struct order *o, u64 limit, int all);
+static int deliver_half(struct order *o);
+
 int order_queue(struct order *o, u64 time, const u8 *rec, u32 size,
-		struct buf *b)
+		struct buf *b, u64 at)
 {
+	if (o->bytes > QUEUE_MAX && deliver_half(o))
+		return -1;
 	if (o->n == o->cap) {
-		o->cap = o->cap ? o->cap * 2 : 4096;
-		o->q = realloc(o->q, o->cap * sizeof(*o->q));
-		if (!o->q)
+		size_t cap = o->cap ? o->cap * 2 : 4096;
+		struct entry **q = realloc(o->q, cap * sizeof(*q));
+		if (!q)
 			return -1;
+		o->q = q;
+		o->cap = cap;
 	}
 	if (size > CHUNK_SIZE / 2)
 		return -1;
@@ -96,6 +111,7 @@ int order_queue(struct order *o, u64 time, const u8 *rec, u32 size,
 	if (!e)
 		return -1;
 	e->time = time;
+	e->at = at;
 	e->seq = o->seq++;
 	e->size = size;
 	e->buf = b;
@@ -124,6 +140,8 @@ static int cmp(const void *a, const void *b)
 
 static int deliver_upto(struct order *o, u64 limit, int all)
 {
+	if (o->n == 0)
+		return 0;
 	qsort(o->q, o->n, sizeof(*o->q), cmp);
 	size_t i = 0;
 	int rc = 0;
@@ -131,16 +149,29 @@ static int deliver_upto(struct order *o, u64 limit, int all)
 		struct entry *e = o->q[i];
 		if (!all && e->time > limit)
 			break;
-		if (!rc && o->fn(o->ctx, e->rec, e->size) < 0)
+		if (!rc && o->fn(o->ctx, e->rec, e->size, e->at) < 0)
 			rc = -1;
 		if (e->buf)
 			buf_release(e->buf);
 		o->bytes -= e->size;
 		free_entry(o, e);
 	}
-	memmove(o->q, o->q + i, (o->n - i) * sizeof(*o->q));
+	if (o->n > i)
+		memmove(o->q, o->q + i, (o->n - i) * sizeof(*o->q));
 	o->n -= i;
 	return rc;
+}
+
+/* The older half of the queue, by time. */
+static int deliver_half(struct order *o)
+{
+	if (o->n == 0)
+		return 0;
+	qsort(o->q, o->n, sizeof(*o->q), cmp);
+	u64 limit = o->q[o->n / 2]->time;
+	if (limit > o->next_flush)
+		o->next_flush = limit;
+	return deliver_upto(o, limit, 0);
 }
 
 int order_round(struct order *o)

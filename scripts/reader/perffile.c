@@ -41,6 +41,13 @@ static int read_at(FILE *f, u64 off, void *buf, size_t n)
 static u64 le64(const u8 *p) { u64 v; memcpy(&v, p, 8); return v; }
 static u32 le32(const u8 *p) { u32 v; memcpy(&v, p, 4); return v; }
 
+/* [off, off + size) lies within [0, total): written so that nothing
+ * wraps, whatever the file says. */
+static int inside(u64 off, u64 size, u64 total)
+{
+	return off <= total && size <= total - off;
+}
+
 /* The bytes of the sample_id_all trailer a record of this attr carries:
  * TID, TIME, ID, STREAM_ID, CPU, IDENTIFIER. */
 static int trailer_size(u64 st)
@@ -93,7 +100,7 @@ static int read_features(struct perffile *pf, u64 bits[4], u64 file_size,
 		if (!(bits[feat / 64] >> (feat % 64) & 1))
 			continue;
 		u8 sec[16];
-		if (pos + 16 > file_size || read_at(pf->f, pos, sec, 16))
+		if (!inside(pos, 16, file_size) || read_at(pf->f, pos, sec, 16))
 			return fail(err, errlen, "%s: file is truncated: feature "
 				    "table past the end", pf->path);
 		pos += 16;
@@ -101,7 +108,7 @@ static int read_features(struct perffile *pf, u64 bits[4], u64 file_size,
 		if (feat != FEAT_TRACING_DATA && feat != FEAT_EVENT_DESC &&
 		    feat != FEAT_COMPRESSED)
 			continue;
-		if (off + size > file_size || size > (1u << 30))
+		if (!inside(off, size, file_size) || size > (1u << 30))
 			return fail(err, errlen, "%s: a feature section lies "
 				    "outside the file", pf->path);
 		u8 *d = malloc(size ? size : 1);
@@ -160,15 +167,21 @@ int perffile_open(struct perffile *pf, const char *path, char *err,
 	if (pf->data_size == 0)
 		return fail(err, errlen, "%s: the header has no data size: perf "
 			    "did not finish writing it", path);
-	if (pf->data_offset + pf->data_size > file_size ||
-	    attrs_off + attrs_size > file_size)
+	if (!inside(pf->data_offset, pf->data_size, file_size) ||
+	    !inside(attrs_off, attrs_size, file_size))
 		return fail(err, errlen, "%s: file is truncated", path);
-	if (attr_size <= 16 + 96 || attrs_size % attr_size ||
-	    attrs_size / attr_size > 4096)
-		return fail(err, errlen, "%s: bad attribute table", path);
+	/* perf_event_attr is about 136 bytes, then its ids' file section */
+	if (attr_size <= 16 + 96 || attr_size > 4096 || attrs_size == 0 ||
+	    attrs_size % attr_size || attrs_size / attr_size > 4096)
+		return fail(err, errlen, "%s: bad attribute table (header at "
+			    "offset 16)", path);
 	pf->nattrs = (int)(attrs_size / attr_size);
 	pf->attrs = calloc(pf->nattrs, sizeof(*pf->attrs));
 	u8 *a = malloc(attr_size);
+	if (!pf->attrs || !a) {
+		free(a);
+		return fail(err, errlen, "%s: out of memory", path);
+	}
 	for (int i = 0; i < pf->nattrs; i++) {
 		struct attr *at = &pf->attrs[i];
 		if (read_at(pf->f, attrs_off + i * attr_size, a, attr_size)) {
@@ -187,13 +200,18 @@ int perffile_open(struct perffile *pf, const char *path, char *err,
 			trailer_size(at->sample_type) : 0;
 		u64 ids_off = le64(a + attr_size - 16),
 		    ids_size = le64(a + attr_size - 8);
-		if (ids_off + ids_size > file_size || ids_size % 8) {
+		if (!inside(ids_off, ids_size, file_size) || ids_size % 8 ||
+		    ids_size > (64u << 20)) {
 			free(a);
 			return fail(err, errlen, "%s: attribute ids outside "
 				    "the file", path);
 		}
 		at->nids = ids_size / 8;
 		at->ids = calloc(at->nids ? at->nids : 1, 8);
+		if (!at->ids) {
+			free(a);
+			return fail(err, errlen, "%s: out of memory", path);
+		}
 		if (at->nids && read_at(pf->f, ids_off, at->ids, ids_size)) {
 			free(a);
 			return fail(err, errlen, "%s: cannot read attribute "
@@ -319,7 +337,8 @@ int parse_sample(const struct perffile *pf, const u8 *rec, u32 size,
 	s->attr = at;
 	u64 st = at->sample_type;
 	u32 pos = 8, end = size;
-#define NEED(n) do { if (pos + (n) > end) return -1; } while (0)
+	/* n bytes left in the record: no wrap-around in 32 or 64 bits */
+#define NEED(n) do { if ((u64)(n) > (u64)(end - pos)) return -1; } while (0)
 	if (st & ST_IDENTIFIER) { NEED(8); pos += 8; }
 	if (st & ST_IP) { NEED(8); s->ip = le64(rec + pos); pos += 8; }
 	if (st & ST_TID) {
@@ -368,7 +387,9 @@ int parse_sample(const struct perffile *pf, const u8 *rec, u32 size,
 		u64 sz = le64(rec + pos);
 		pos += 8;
 		if (sz) {
-			NEED(sz + 8);
+			NEED(sz);
+			if (end - pos - sz < 8)
+				return -1;
 			s->stack = rec + pos;
 			u64 dyn = le64(rec + pos + sz);
 			s->stack_size = dyn < sz ? dyn : sz;
@@ -417,10 +438,13 @@ static int decompress(struct perffile *pf, const u8 *src, size_t n,
 		}
 		ZSTD_outBuffer o = { z->buf, OUT_SIZE, z->fill };
 		size_t r = ZSTD_decompressStream(dctx, &o, &in);
-		if (ZSTD_isError(r))
-			return fail(err, errlen, "%s: a compressed record does "
-				    "not decompress (the file is damaged)",
-				    pf->path);
+		if (ZSTD_isError(r)) {
+			snprintf(err, errlen, "%s: the compressed record at "
+				 "offset %llu does not decompress (the file is "
+				 "damaged)", pf->path,
+				 (unsigned long long)pf->at);
+			return -1;
+		}
 		z->fill = o.pos;
 		long used = walk(pf, z->buf + z->start, z->fill - z->start, fn,
 				 ctx, NULL, z, err, errlen);
@@ -440,12 +464,15 @@ static long walk(struct perffile *pf, const u8 *buf, size_t n,
 {
 	size_t pos = 0;
 	while (pos + 8 <= n) {
+		if (dctx)   /* the file's own records: where one starts */
+			pf->at = pf->walk_base + pos;
 		u32 type = le32(buf + pos);
 		u16 size;
 		memcpy(&size, buf + pos + 6, 2);
 		if (size < 8) {
-			snprintf(err, errlen, "%s: a record of size %u: the "
-				 "file is damaged", pf->path, size);
+			snprintf(err, errlen, "%s: a record of size %u at "
+				 "offset %llu: the file is damaged", pf->path,
+				 size, (unsigned long long)pf->at);
 			return -1;
 		}
 		if (pos + size > n)
@@ -471,6 +498,7 @@ int perffile_records(struct perffile *pf, record_fn fn, void *ctx,
 	ZSTD_DCtx *dctx = ZSTD_createDCtx();
 	size_t fill = 0;
 	u64 left = pf->data_size;
+	pf->walk_base = pf->data_offset;
 	int rc = 0;
 	if (!in || !z.buf || !dctx || fseeko(pf->f, (off_t)pf->data_offset,
 					   SEEK_SET)) {
@@ -504,6 +532,7 @@ int perffile_records(struct perffile *pf, record_fn fn, void *ctx,
 		}
 		memmove(in, in + used, fill - (size_t)used);
 		fill -= (size_t)used;
+		pf->walk_base += (u64)used;
 	}
 done:
 	ZSTD_freeDCtx(dctx);

@@ -17,6 +17,9 @@ struct proc {
 };
 
 #define NBUCKETS 4096
+/* A process's mappings kept at most: a real one has hundreds, a hostile
+ * recording can name millions (each costs memory and a libdw module). */
+#define MAX_MAPS 65536
 static struct proc *buckets[NBUCKETS];
 
 struct path { struct path *next; char s[]; };
@@ -38,6 +41,8 @@ static const char *intern(const char *s)
 			return p->s;
 	size_t n = strlen(s);
 	struct path *p = malloc(sizeof(*p) + n + 1);
+	if (!p)
+		return NULL;
 	memcpy(p->s, s, n + 1);
 	p->next = paths[b];
 	paths[b] = p;
@@ -58,27 +63,40 @@ struct proc *proc_get(u32 pid)
 	if (p)
 		return p;
 	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
 	p->pid = pid;
 	p->next = buckets[pid % NBUCKETS];
 	buckets[pid % NBUCKETS] = p;
 	return p;
 }
 
-static void insert_at(struct proc *p, size_t i, struct map m)
+static int insert_at(struct proc *p, size_t i, struct map m)
 {
 	if (p->n == p->cap) {
-		p->cap = p->cap ? p->cap * 2 : 32;
-		p->maps = realloc(p->maps, p->cap * sizeof(*p->maps));
+		size_t cap = p->cap ? p->cap * 2 : 32;
+		struct map *maps = realloc(p->maps, cap * sizeof(*maps));
+		if (!maps)
+			return -1;
+		p->maps = maps;
+		p->cap = cap;
 	}
-	memmove(p->maps + i + 1, p->maps + i, (p->n - i) * sizeof(*p->maps));
+	if (p->n > i)
+		memmove(p->maps + i + 1, p->maps + i,
+			(p->n - i) * sizeof(*p->maps));
 	p->maps[i] = m;
 	p->n++;
+	return 0;
 }
 
-void proc_mmap(u32 pid, u64 start, u64 len, u64 pgoff, const char *path)
+int proc_mmap(u32 pid, u64 start, u64 len, u64 pgoff, const char *path)
 {
 	struct proc *p = proc_get(pid);
-	u64 end = start + len;
+	const char *name = intern(path);
+	if (!p || !name)
+		return -1;
+	u64 end = start + len;   /* main.c refuses a range that wraps */
+	int rc = 0;
 	/* cut what the new mapping overlaps */
 	for (size_t i = 0; i < p->n;) {
 		struct map *m = &p->maps[i];
@@ -94,11 +112,11 @@ void proc_mmap(u32 pid, u64 start, u64 len, u64 pgoff, const char *path)
 		if (keep_right) {
 			right.pgoff += end - right.start;
 			right.start = end;
-			insert_at(p, i, right);
+			rc |= insert_at(p, i, right);
 		}
 		if (keep_left) {
 			left.end = start;
-			insert_at(p, i, left);
+			rc |= insert_at(p, i, left);
 			i++;
 		}
 		if (keep_right)
@@ -107,27 +125,35 @@ void proc_mmap(u32 pid, u64 start, u64 len, u64 pgoff, const char *path)
 	size_t i = 0;
 	while (i < p->n && p->maps[i].start < start)
 		i++;
-	struct map m = { start, end, pgoff, intern(path) };
-	insert_at(p, i, m);
+	struct map m = { start, end, pgoff, name };
 	p->generation++;
+	if (p->n >= MAX_MAPS)
+		return -1;
+	return rc | insert_at(p, i, m);
 }
 
-void proc_fork(u32 pid, u32 ppid)
+int proc_fork(u32 pid, u32 ppid)
 {
 	if (pid == ppid)
-		return;         /* a new thread */
+		return 0;       /* a new thread */
 	struct proc *parent = proc_find(ppid), *child = proc_get(pid);
+	if (!child)
+		return -1;
 	child->n = 0;
 	child->generation++;
-	if (!parent)
-		return;
+	if (!parent || parent == child)
+		return 0;
 	for (size_t i = 0; i < parent->n; i++)
-		insert_at(child, child->n, parent->maps[i]);
+		if (insert_at(child, child->n, parent->maps[i]))
+			return -1;
+	return 0;
 }
 
 void proc_exec(u32 pid)
 {
 	struct proc *p = proc_get(pid);
+	if (!p)
+		return;
 	p->n = 0;
 	p->generation++;
 }

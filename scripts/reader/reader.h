@@ -101,6 +101,9 @@ struct perffile {
 	struct tpformat *formats;
 	int compressed;         /* FEAT_COMPRESSED said zstd */
 	u64 tail_cut;           /* bytes of a last record cut short */
+	u64 at;                 /* file offset of the record being read (of
+				 * its PERF_RECORD_COMPRESSED, inside one) */
+	u64 walk_base;          /* file offset of the read buffer's start */
 };
 
 /* A sample's fields, pointing into the record's bytes. */
@@ -152,12 +155,12 @@ struct tpformat *tracefmt_parse(const u8 *data, size_t size);
 
 /* order.c: perf's ordered events. */
 struct order;
-typedef int (*deliver_fn)(void *ctx, const u8 *rec, u32 size);
+typedef int (*deliver_fn)(void *ctx, const u8 *rec, u32 size, u64 at);
 struct order *order_new(deliver_fn fn, void *ctx);
 /* b: the buffer rec lies in (kept until rec is delivered), or NULL to
  * copy rec. */
 int order_queue(struct order *o, u64 time, const u8 *rec, u32 size,
-		struct buf *b);
+		struct buf *b, u64 at);
 int order_round(struct order *o);     /* FINISHED_ROUND */
 int order_flush(struct order *o);     /* the end */
 size_t order_bytes(const struct order *o);
@@ -169,10 +172,11 @@ struct map {
 	const char *path;       /* interned: one copy per distinct path */
 };
 struct proc;
-struct proc *proc_get(u32 pid);           /* created when missing */
+struct proc *proc_get(u32 pid);  /* created when missing; NULL: no memory */
 struct proc *proc_find(u32 pid);
-void proc_mmap(u32 pid, u64 start, u64 len, u64 pgoff, const char *path);
-void proc_fork(u32 pid, u32 ppid);
+/* -1: past the limits (MAX_MAPS a process, or out of memory) */
+int proc_mmap(u32 pid, u64 start, u64 len, u64 pgoff, const char *path);
+int proc_fork(u32 pid, u32 ppid);         /* -1: out of memory */
 void proc_exec(u32 pid);
 const struct map *proc_map_at(struct proc *p, u64 addr);
 u32 proc_pid(const struct proc *p);

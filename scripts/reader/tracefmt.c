@@ -89,6 +89,8 @@ static int parse_field(const char *line, size_t len, struct field *f)
 static struct tpformat *parse_format(const char *text, size_t n)
 {
 	struct tpformat *t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
 	const char *p = text, *end = text + n;
 	int have_id = 0;
 	while (p < end) {
@@ -99,7 +101,10 @@ static struct tpformat *parse_format(const char *text, size_t n)
 				sizeof(t->name) - 1;
 			memcpy(t->name, p + 6, k);
 		} else if (len > 4 && !strncmp(p, "ID: ", 4)) {
-			t->id = strtoull(p + 4, NULL, 10);
+			/* the text need not end in a NUL: a copy that does */
+			char num[32] = { 0 };
+			memcpy(num, p + 4, len - 4 < 31 ? len - 4 : 31);
+			t->id = strtoull(num, NULL, 10);
 			have_id = 1;
 		} else if (len > 7 && memmem(p, len, "field:", 6)) {
 			struct field f;
