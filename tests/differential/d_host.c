@@ -4,7 +4,10 @@
  * after a first round of allocations it loads libd_plug1.so with dlopen
  * (from its own directory), runs it (the plugin allocates and calls
  * back into the host, which allocates), closes it, loads libd_plug2.so
- * and runs that, then allocates once more from the host alone.
+ * and runs that, then libd_plug3.so, which has an allocator of its own
+ * (rt_alloc.c linked into it, bound to itself with -Bsymbolic: its own
+ * probes, which allocsites record probes when told with --lib), then
+ * allocates once more from the host alone.
  * No output; exit status 0 (1 if a plugin cannot be loaded). */
 #include <dlfcn.h>
 #include <limits.h>
@@ -72,7 +75,7 @@ int main(void)
     dir[n] = 0;
     *strrchr(dir, '/') = 0;
     host_round(40);
-    if (run_plugin(dir, 1) || run_plugin(dir, 2))
+    if (run_plugin(dir, 1) || run_plugin(dir, 2) || run_plugin(dir, 3))
         return 1;
     host_round(40);
     return 0;

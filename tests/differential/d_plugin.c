@@ -4,7 +4,8 @@
  * libd_alloc.so's rt_alloc and calls back into the host, which allocates
  * again. Plugin 2 is loaded after plugin 1 is closed, most likely at the
  * same address: a reader that keeps plugin 1's module there names the
- * wrong functions. */
+ * wrong functions. Plugin 3 (-DPLUGIN=3) has rt_alloc.c linked in: its
+ * allocations fire its own probes. */
 #include <stddef.h>
 
 #include "rt_alloc.h"

@@ -67,7 +67,8 @@ AHEAD_DEBUG_FRAME = ("only .debug_frame covers the code: perf's libunwind "
                      "reads .debug_frame too")
 
 Program = collections.namedtuple("Program",
-                                 "name argv ahead expect native_expect setup")
+                                 "name argv ahead expect native_expect setup "
+                                 "record_args")
 
 
 def corpus(name):
@@ -75,7 +76,7 @@ def corpus(name):
 
 
 def P(name, argv=None, ahead=None, expect=(), native_expect=(),
-      setup=None):
+      setup=None, record_args=()):
     """A corpus entry. argv: the command (default: the program alone);
     ahead: why the native reader may go further than perf (None: both
     must end at the same frame); expect: symbols (regular expressions,
@@ -84,9 +85,9 @@ def P(name, argv=None, ahead=None, expect=(), native_expect=(),
     corpus for; native_expect: the same for the native reader where
     perf is known not to get there; setup: a method of Differential
     run on the program before it is read (registers its own
-    clean-up)."""
+    clean-up); record_args: more options for allocsites record."""
     return Program(name, argv or [corpus(name)], ahead, tuple(expect),
-                   tuple(native_expect), setup)
+                   tuple(native_expect), setup, list(record_args))
 
 
 # At every level and with both compilers these keep frames of their own
@@ -113,7 +114,9 @@ CORPUS = [
     P("cxx_clangxx_O2", expect=CXX),
     P("d_host", expect=("d_alloc_chain", "host_callback", "host_round.*",
                         "plugin_recurse_1", "plugin_recurse_2",
-                        "plugin_leaf_2", "main")),
+                        "plugin_leaf_2", "plugin_recurse_3",
+                        "plugin_leaf_3", "main"),
+      record_args=["--lib", corpus("libd_plug3.so")]),
     P("lua_host", argv=[corpus("lua_host"), LUA_SCRIPT],
       expect=("luaopen_lfs", "luaV_execute", "lua_pcallk", "main")),
 ]
@@ -425,7 +428,8 @@ class Differential(ProfileTest):
 
     def record(self, prog):
         data = os.path.join(self.tmp, prog.name + ".data")
-        rec = allocsites(["record", "-o", data, "--"] + prog.argv)
+        rec = allocsites(["record", "-o", data] + prog.record_args +
+                         ["--"] + prog.argv)
         self.assertEqual(rec.returncode, 0, rec.stderr)
         m = re.search(r"; lost: (\S+) ->", rec.stderr)
         self.assertIsNotNone(m, "record said nothing of loss:\n" + rec.stderr)
