@@ -103,6 +103,8 @@ rt__exit_fire(void)
         unsigned long long c[RT__FIRED_KINDS];
         int i;
         rt__exit_state = 2;
+        if (rt__phase_watched) /* sampled mode: the phase at exit */
+            rt__phase_mark();
         for (i = 0; i < RT__FIRED_KINDS; i++)
             c[i] = __atomic_load_n(&rt__fired[i], __ATOMIC_RELAXED);
         if (rt__on(&rt_exit_semaphore)) {

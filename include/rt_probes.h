@@ -351,14 +351,6 @@ RT__DEFINE_ON(rt__on64, unsigned long long, "cmpq")
 #define RT_FREE_ENABLED() rt__on(&rt_free_semaphore)
 #define RT_SAMPLE_ENABLED() rt__on(&rt_sample_semaphore)
 
-#include "rt_sampler.h"
-
-#define RT__FIRE(probe, ptr, size, tag) RT__PROBE3(probe, ptr, size, tag);
-
-#include "rt_exit.h"
-#include "rt_live.h"
-#include "rt_stack_top.h"
-
 /* The thread's phases while rt:phase_track is recorded (sampled mode):
  * a stack of ids, one per thread for the whole program (weak, default
  * visibility: one definition however many files and libraries include
@@ -405,6 +397,83 @@ static inline unsigned long long rt__phase_current(void)
     return (unsigned long long)rt__phase_stack[
         (d > RT__PHASE_DEPTH ? RT__PHASE_DEPTH : d) - 1] + 1;
 }
+/* Sampled mode sees a thread's phase only at its samples, so its last run
+ * would never end: the report would call it open at exit. A thread whose
+ * sample carried a phase is watched (rt__phase_note_sample, from
+ * rt__sample_slow): when it ends (a pthread key's destructor) and at
+ * process exit (rt__exit_fire, in the exiting thread) rt__phase_mark
+ * fires one more rt:sample, of nothing (ptr, size, tag and weight 0),
+ * carrying the thread's phase then: 0 closes the run, a phase still open
+ * stays open, as rt:phase_end would have said. One event per watched
+ * thread, never in exact mode. Per ELF file (weak, hidden), like the
+ * sampler: the file that fires rt:sample fires the mark. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+extern __thread unsigned char rt__phase_watched
+    __attribute__((visibility("hidden"), tls_model("initial-exec")));
+__attribute__((weak, visibility("hidden"), tls_model("initial-exec")))
+__thread unsigned char rt__phase_watched;
+void rt__phase_watch(void)
+    __attribute__((weak, visibility("hidden"), noinline, used));
+void rt__phase_mark(void)
+    __attribute__((weak, visibility("hidden"), noinline, used));
+#ifdef __cplusplus
+}
+#endif
+static inline void rt__phase_note_sample(void)
+{
+    if (rt__phase_depth && !rt__phase_watched)
+        rt__phase_watch();
+}
+
+#include "rt_sampler.h"
+
+#define RT__FIRE(probe, ptr, size, tag) RT__PROBE3(probe, ptr, size, tag);
+
+#include "rt_exit.h"
+#include "rt_live.h"
+#include "rt_stack_top.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+__attribute__((weak, visibility("hidden"), noinline, used)) void
+rt__phase_mark(void)
+{
+    if (RT_SAMPLE_ENABLED()) {
+        RT__PROBE_SAMPLE(0, 0, 0, 0, rt__sample_rate(), rt__phase_current());
+        rt__count(RT__FIRED_SAMPLE);
+    }
+}
+__attribute__((weak, visibility("hidden"))) pthread_key_t rt__phase_key;
+__attribute__((weak, visibility("hidden"))) int rt__phase_key_made;
+__attribute__((weak, visibility("hidden")))
+pthread_once_t rt__phase_once = PTHREAD_ONCE_INIT;
+__attribute__((weak, visibility("hidden"), used)) void
+rt__phase_thread_end(void *unused)
+{
+    (void)unused;
+    rt__phase_mark();
+}
+__attribute__((weak, visibility("hidden"), used)) void
+rt__phase_key_init(void)
+{
+    rt__phase_key_made =
+        pthread_key_create(&rt__phase_key, rt__phase_thread_end) == 0;
+}
+__attribute__((weak, visibility("hidden"), noinline, used)) void
+rt__phase_watch(void)
+{
+    rt__phase_watched = 1;
+    pthread_once(&rt__phase_once, rt__phase_key_init);
+    if (rt__phase_key_made)
+        (void)pthread_setspecific(rt__phase_key, (void *)1);
+}
+#ifdef __cplusplus
+}
+#endif
+
 /* The site of rt:phase_track: never called. Its note gives record a
  * uprobe to set, and with it the semaphore the phase markers test. */
 static void rt__phase_track_site(void) __attribute__((used, cold, noinline));

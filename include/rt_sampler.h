@@ -152,8 +152,10 @@ __attribute__((weak, visibility("hidden"), noinline, used)) unsigned long long
 rt__sample_slow(struct rt__sampler *t, unsigned long long size)
 {
     unsigned long long r = rt__sample_bytes(), k = 0;
-    if (r == 1)
+    if (r == 1) {
+        rt__phase_note_sample();
         return size; /* every byte is a sample point: k = size, w = size */
+    }
     if (t->rng == 0) {
         /* A new thread: its own stream, then a first gap. */
         unsigned long long seed = rt__parse_bytes(getenv("RT_SAMPLE_SEED"));
@@ -170,6 +172,7 @@ rt__sample_slow(struct rt__sampler *t, unsigned long long size)
         k++;
         t->left += rt__draw_gap(t, r);
     }
+    rt__phase_note_sample(); /* a sample: its thread's end is told */
     return k * r;
 }
 #ifdef __cplusplus

@@ -144,6 +144,46 @@ class ExactPhases(ProfileTest):
                      got[name]["peak"], got[name]["growth"]),
                     (None, want["count"], want["bytes"], None, None, None))
 
+    def test_sampled_open_phases_match_the_truth(self):
+        """Sampled mode sees a phase only at the samples, so a run ended
+        only where a later sample of the thread carried another phase:
+        the last run of every thread was counted open at exit (here 3:
+        both workers' and exit). The header's phase mark at a thread's end
+        and at exit (rt__phase_mark) says the phase then: only exit, left
+        open by the program, is (its truth, and the exact report's)."""
+        report, truth, _, rep = self.profile(program("t_phases"),
+                                             record_args=["--sample", "1"])
+        self.assertLossless(report)
+        self.assertEqual(report["mode"], "sampled")
+        self.assertEqual(len(truth["open_phases"]), 1)
+        self.assertEqual(report["liveness"]["open_phases"], 1)
+        self.assertIn("phases: 1 still open at exit", rep.stdout)
+
+    def test_a_program_closing_every_phase_has_none_open(self):
+        """minicc ends every phase it begins (examples/minicc/main.c): the
+        exact report says so, and the sampled report of the same run
+        said one still open (the last run of its main thread)."""
+        minicc = os.path.join(os.path.dirname(program("t_phases")), "..",
+                              "minicc")
+        got = {}
+        for mode, record_args in (("exact", []),
+                                  ("sampled", ["--sample", "64k"])):
+            data = os.path.join(self.tmp, mode + ".data")
+            out = os.path.join(self.tmp, mode + ".json")
+            rec = allocsites(["record", "-o", data] + record_args +
+                             ["--", minicc, "20"])
+            self.assertEqual(rec.returncode, 0, rec.stderr)
+            rep = allocsites(["report", "-i", data, "--json", out])
+            self.assertEqual(rep.returncode, 0, rep.stderr)
+            self.assertNotIn("still open", rep.stdout + rep.stderr)
+            with open(out) as f:
+                report = json.load(f)
+            self.assertLossless(report)
+            self.assertEqual(report["mode"], mode)
+            self.assertTrue(report["phases"])
+            got[mode] = report["liveness"]["open_phases"]
+        self.assertEqual(got, {"exact": 0, "sampled": 0})
+
     def test_tag_filter_restricts_the_phases_count_and_bytes(self):
         # --tag restricted the sites and the liveness lines but left the
         # phase rows the whole program's, unlabelled: now each phase's

@@ -255,11 +255,13 @@ class RealElfTest(unittest.TestCase):
                 probes = elf.stapsdt_probes(elf.open_elf(prog.path))
                 self.assertEqual(probes, expected)
                 # rt:exit has two sites: the count, and its padding
-                # (include/rt_exit.h); rt:phase_track one that never runs
+                # (include/rt_exit.h); rt:phase_track one that never runs;
+                # rt:sample two: RT_ALLOC's, and the phase mark at a
+                # thread's end (rt__phase_mark, include/rt_probes.h)
                 self.assertEqual(sorted(p[:2] for p in probes),
                                  [("rt", "alloc"), ("rt", "exit"),
                                   ("rt", "exit"), ("rt", "phase_track"),
-                                  ("rt", "sample")])
+                                  ("rt", "sample"), ("rt", "sample")])
 
     def test_probe_arguments_are_registers(self):
         [(_, _, _, _, args)] = alloc_probes(elf.open_elf(self.pie.path))

@@ -413,6 +413,65 @@ class TrackedPhases(unittest.TestCase):
         self.assertTrue(t.phases_from_samples)
         self.assertEqual(t.events["phase_begin"], 0)   # none was received
 
+    def sampled(self, events):
+        from allocsites_lib.read.parse import Event
+        t = fold.Tally()
+        for time, tid, phase, weight in events:
+            t.add(Event("sample", 7, tid, 16 if weight else 0, 1, weight, (),
+                        0x100 + time if weight else 0, time, rate=4096,
+                        phase=phase))
+        return t
+
+    def open_phases(self, t):
+        from allocsites_lib.analyze import liveness
+        return liveness.sweep(t.log, "sampled", engine="python").open_phases
+
+    def test_a_phase_mark_ends_the_run(self):
+        # rt__phase_mark (include/rt_probes.h): at a thread's end an
+        # rt:sample of nothing (weight 0) with the thread's phase then.
+        # Thread 1 closed its phase (mark 0), thread 2 did not (mark 2):
+        # one run open at exit, as rt:phase_end would have said.
+        t = self.sampled([(10, 1, 3, 4096), (20, 2, 2, 4096),
+                          (30, 1, 0, 0), (40, 2, 2, 0)])
+        got = [(kind, time, tid, a) for kind, time, _pid, tid, a, _b, _s, _k
+               in t.log if kind.startswith("phase")]
+        self.assertEqual(got, [("phase_begin", 10, 1, 2),
+                               ("phase_begin", 20, 2, 1),
+                               ("phase_end", 30, 1, 2)])
+        self.assertEqual(self.open_phases(t), [(7, 2, 1)])
+        # the marks are events received, not samples: no estimate, no count
+        self.assertEqual(t.events["sample"], 2)
+        self.assertEqual(t.received[7]["sample"], 4)
+        self.assertEqual(sum(e.samples for e in t.sampled.values()), 2)
+        self.assertEqual(sum(t.sample_rates.values()), 2)
+
+    def test_without_the_mark_the_last_run_stays_open(self):
+        # An older header's recording: nothing tells the run's end.
+        t = self.sampled([(10, 1, 3, 4096)])
+        self.assertEqual(self.open_phases(t), [(7, 1, 2)])
+
+    def test_workers_split_a_run_and_merge_it_closed(self):
+        # perf script workers on two time ranges: the later one starts
+        # every thread outside every phase. The run of phase 2 begun in the
+        # first range ends at the second's first sample of the thread
+        # (there phase 0, or another phase, or phase 2 again: runs are not
+        # known in sampled mode); the mark then closes the last.
+        events = [(10, 1, 3, 4096), (20, 1, 3, 4096), (30, 1, 2, 4096),
+                  (40, 1, 0, 0)]
+        whole = self.sampled(events)
+        self.assertEqual(self.open_phases(whole), [])
+        for cut in range(1, len(events)):
+            with self.subTest(cut=cut):
+                merged = self.sampled(events[:cut]).merge(
+                    self.sampled(events[cut:]))
+                self.assertEqual(self.open_phases(merged), [])
+                from allocsites_lib.analyze import liveness
+                sweep = liveness.sweep(merged.log, "sampled",
+                                       engine="python")
+                self.assertEqual(   # each sample still in its own phase
+                    {ph: st.bytes for ph, st in sweep.phases.items()},
+                    {2: 8192, 1: 4096})
+
     def test_no_phase_argument_no_runs(self):
         from allocsites_lib.read.parse import Event
         t = fold.Tally()

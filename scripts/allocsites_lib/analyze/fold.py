@@ -133,6 +133,10 @@ class Tally:
         # rt:sample's phases (rt:phase_track recorded): tid -> the phase
         # id + 1 of its last sample; True once any sample carried one
         self._sample_phase = {}
+        # tid -> (phase, time, pid) of its first sample here: a worker's
+        # tally starts outside every phase, so merge() ends there the run
+        # the earlier worker's samples left open (Tally.merge)
+        self._first_sample_phase = {}
         self.phases_from_samples = False
         # The end-to-end check (completeness.py): events received per
         # process and kind, and what each process's rt:exit said it fired
@@ -163,6 +167,8 @@ class Tally:
         exact attribution (the innermost phase); runs and their times are
         only as fine as the samples (livereport shows no run figures)."""
         self.phases_from_samples = True
+        if tid not in self._first_sample_phase:
+            self._first_sample_phase[tid] = (phase, time, pid)
         now = self._sample_phase.get(tid, 0)
         if now == phase:
             return
@@ -195,6 +201,16 @@ class Tally:
         if kind == "exit" and weight and \
                 all(n == EXIT_PADDING for n in weight):
             self.padding += 1   # include/rt_exit.h: not an exit
+            return
+        if kind == "sample" and not weight[0]:
+            # A phase mark (include/rt_probes.h, rt__phase_mark): an
+            # rt:sample of nothing from a thread's end or the process's
+            # exit, carrying the thread's phase then. It ends the run the
+            # samples began; no allocation, not one of the samples.
+            self.received[pid][COUNTED_AS.get(kind, kind)] += 1
+            phase = (tuple(weight) + (None, None))[2]
+            if phase is not None and self.log is not None:
+                self._track_phase(phase, time, pid, tid)
             return
         self.events[kind] += 1
         log = self.log
@@ -257,10 +273,26 @@ class Tally:
         if missing:
             raise TypeError("Tally.merge has no rule for field(s) %s: add "
                             "them to fold.MERGE_RULES" % ", ".join(missing))
+        self._end_open_runs(other)
         for name in sorted(names):
             setattr(self, name, MERGE_RULES[name](
                 name, getattr(self, name), getattr(other, name)))
         return self
+
+    def _end_open_runs(self, later):
+        """Phases seen at the samples, merging a later worker's tally: it
+        began every thread outside every phase, so a run this tally's
+        samples left open would never end (and count as open at exit).
+        It ends at the thread's first sample there, where that tally
+        began its own run (or none: phase 0). The run of one phase across
+        the boundary becomes two: runs are not known in sampled mode."""
+        if self.log is None or later.log is None:
+            return
+        for tid, now in sorted(self._sample_phase.items()):
+            first = later._first_sample_phase.get(tid)
+            if now and first is not None:
+                _phase, time, pid = first
+                self.log.append("phase_end", time, pid, tid, now - 1, 0)
 
     def mode(self):
         """'exact' if rt:alloc was recorded (it wins when both were),
@@ -357,6 +389,7 @@ MERGE_RULES = {
     "fired": _sum_per_process,
     "log": _concatenate,   # workers merge in time order (workers.collect)
     "_sample_phase": lambda _name, mine, theirs: {**mine, **theirs},
+    "_first_sample_phase": lambda _name, mine, theirs: {**theirs, **mine},
     "phases_from_samples": lambda _name, mine, theirs: mine or theirs,
 }
 
