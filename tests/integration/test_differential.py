@@ -68,7 +68,7 @@ AHEAD_DEBUG_FRAME = ("only .debug_frame covers the code: perf's libunwind "
 
 Program = collections.namedtuple("Program",
                                  "name argv ahead expect native_expect setup "
-                                 "record_args")
+                                 "record_args reference")
 
 
 def corpus(name):
@@ -76,7 +76,7 @@ def corpus(name):
 
 
 def P(name, argv=None, ahead=None, expect=(), native_expect=(),
-      setup=None, record_args=()):
+      setup=None, record_args=(), reference=None):
     """A corpus entry. argv: the command (default: the program alone);
     ahead: why the native reader may go further than perf (None: both
     must end at the same frame); expect: symbols (regular expressions,
@@ -85,9 +85,14 @@ def P(name, argv=None, ahead=None, expect=(), native_expect=(),
     corpus for; native_expect: the same for the native reader where
     perf is known not to get there; setup: a method of Differential
     run on the program before it is read (registers its own
-    clean-up); record_args: more options for allocsites record."""
+    clean-up); record_args: more options for allocsites record;
+    reference: for an ahead program, a corpus program built from the
+    same source with the same code but unwind tables perf reads: the
+    native frames perf cannot check here must name, sample by sample,
+    the functions perf names there."""
     return Program(name, argv or [corpus(name)], ahead, tuple(expect),
-                   tuple(native_expect), setup, list(record_args))
+                   tuple(native_expect), setup, list(record_args),
+                   reference)
 
 
 # At every level and with both compilers these keep frames of their own
@@ -106,9 +111,10 @@ CORPUS = [
     P("calls_clang_O2", expect=CALLS),
     P("calls_split", expect=CALLS, setup="install_split_debug"),
     P("calls_static", ahead=AHEAD_STATIC, expect=("rt_alloc",),
-      native_expect=CALLS),
+      native_expect=CALLS, reference="calls_gcc_O2"),
     P("calls_debug_frame", ahead=AHEAD_DEBUG_FRAME, expect=("rt_alloc",),
-      native_expect=CALLS, setup="check_debug_frame_only"),
+      native_expect=CALLS, setup="check_debug_frame_only",
+      reference="calls_gcc_O2"),
     P("cxx_gxx_O0", expect=CXX),
     P("cxx_gxx_O3", expect=CXX),
     P("cxx_clangxx_O2", expect=CXX),
@@ -504,10 +510,35 @@ class Differential(ProfileTest):
                                                       ahead_n, len(perf)))
             deeper = sum(len(n.frames) - len(perf_frames(p))
                          for p, n in zip(perf, native))
+            if prog.reference:
+                self.assertLikeReference(prog, native)
             print("\n  %s: NATIVE AHEAD of perf on %d of %d samples (%d "
                   "frames perf does not give; the %d perf gives all "
                   "match): %s" % (prog.name, ahead_n, len(perf), deeper,
                                   frames, prog.ahead))
+
+    def assertLikeReference(self, prog, native):
+        """The frames only the native reader gives, checked another way:
+        the reference program (same source, same flags but for the
+        unwind tables or the static link) recorded too, its stacks
+        from perf; function names must agree sample by sample (offsets
+        and libc's files differ between the builds)."""
+        ref = next(p for p in CORPUS if p.name == prog.reference)
+        perf_ref, _ = self.both_sides(self.record(ref))
+        self.assertEqual(len(perf_ref), len(native))
+
+        def same(r, n):
+            a, b = r.sym[0].split("@")[0], n.sym[0].split("@")[0]
+            return a == b or aliases(n.dso, a, b) or aliases(r.dso, a, b)
+        for i, (r, n) in enumerate(zip(perf_ref, native)):
+            want = perf_frames(r)
+            if len(n.frames) not in (len(want), len(want) + 1) or \
+                    not all(same(a, b) for a, b in zip(want, n.frames)):
+                self.fail("%s: native sample #%d does not name the "
+                          "functions perf names in %s's:\n  %s\n  %s"
+                          % (prog.name, i, ref.name,
+                             " ".join(f.sym[0] for f in want),
+                             " ".join(f.sym[0] for f in n.frames)))
 
     def assertNames(self, prog, side, samples, patterns):
         names = {f.sym[0] for s in samples for f in s.frames}
