@@ -21,7 +21,9 @@ perf's stack ends (the stack copy ran out, or its unwinder gave up), the
 native one must end too -- except in the programs marked AHEAD, where
 perf's unwinder is known to stop early and the native reader goes on:
 there the frames perf gives must still match, the native stack must be
-longer on most samples, and the test says so on stdout.
+longer on most samples, and the test says so on stdout; and the native
+stacks must name, sample by sample, the functions perf names in a
+reference program (the same source built with .eh_frame, dynamic).
 
 Each program is one line of CORPUS below; a failure prints how many
 samples differ and a compact diff of the first one.
