@@ -569,6 +569,36 @@ class PhaseBandsTest(unittest.TestCase):
         self.assertEqual(bands, [("outer", 100, 400), ("inner", 200, 300),
                                  ("last", 500, 1000)])
 
+    @staticmethod
+    def bands_of(runs, span):
+        from allocsites_lib.render import timeline_series
+        from allocsites_lib.read.eventlog import EventLog
+        log = EventLog()
+        for phase, t0, t1 in runs:
+            log.append("phase_begin", t0, 1, 1, phase, 0)
+            log.append("phase_end", t1, 1, 1, phase, 0)
+        return timeline_series.phase_bands(log, {1: "A", 2: "B"}, 0, span)
+
+    def test_alternating_phases_are_one_band_per_run(self):
+        # A, B, A, B...: ten runs each, the gaps between two runs of A far
+        # under BAND_GAP of the span, with a run of B in each; they were
+        # merged into one band of A over the whole run, B's beneath it.
+        runs = [(1 + i % 2, 1000 + 10 * i, 1009 + 10 * i) for i in range(20)]
+        bands = self.bands_of(runs, 1000000)
+        self.assertEqual(len(bands), 20)
+        self.assertEqual(bands, [("AB"[ph - 1], t0, t1)
+                                 for ph, t0, t1 in runs])
+
+    def test_back_to_back_runs_of_one_phase_are_one_band(self):
+        # A run 1000 times in a row, nothing else between: one band (a
+        # phase run thousands of times is not thousands of slivers); a
+        # run of B then, and A again after a gap of 1% of the span.
+        runs = [(1, 10 * i, 10 * i + 9) for i in range(1000)]
+        runs += [(2, 10000, 20000), (1, 30000, 40000)]
+        self.assertEqual(self.bands_of(runs, 1000000),
+                         [("A", 0, 9999), ("B", 10000, 20000),
+                          ("A", 30000, 40000)])
+
 
 class TimelineSitesTest(unittest.TestCase):
     def test_a_large_user_gone_before_the_peak_is_drawn_as_itself(self):

@@ -1,6 +1,6 @@
 import math, os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from allocsites_lib.render import timeline
+from allocsites_lib.render import flamegraph, timeline
 
 import xml.etree.ElementTree as ET
 
@@ -230,6 +230,77 @@ class TimelineTest(unittest.TestCase):
         text = g.find(NS + "text")
         self.assertEqual(text.text, "blink")
         self.assertGreater(float(text.get("x")), p.x(1003000))
+
+    def labels(self, root):
+        """[(row y, left, right, text)] of the phase labels drawn, their
+        extent estimated from the font size (FONT_W a character)."""
+        out = []
+        for g in of_class(by_id(root, "phases"), "phase", "g"):
+            text = g.find(NS + "text")
+            if text is None:
+                continue
+            x = float(text.get("x"))
+            w = len(text.text) * flamegraph.FONT_SIZE * flamegraph.FONT_W
+            left = x - w if text.get("text-anchor") == "end" else x
+            out.append((float(text.get("y")), left, left + w, text.text))
+        return out
+
+    def assertNoLabelsOverlap(self, labels):
+        for i, a in enumerate(labels):
+            for b in labels[i + 1:]:
+                if a[0] == b[0]:
+                    self.assertTrue(a[2] <= b[1] or b[2] <= a[1],
+                                    "labels overlap: %r and %r" % (a, b))
+
+    def test_alternating_phases_labels_never_overlap(self):
+        # Phases A and B alternating: one band per run, in one row. Each
+        # band is 15 us of a 3 ms chart (~5 px): too narrow for any of its
+        # name, which goes beside it, where the next bands are. Labels placed by
+        # the band's width overprinted; now by their own: none overlaps,
+        # and those that would are left out (the band's title names it).
+        names = ("compile", "output")
+        phases = [(names[i % 2], 100000 + 120000 * i, 115000 + 120000 * i)
+                  for i in range(20)]
+        root = ET.fromstring(render(phases=phases))
+        groups = of_class(by_id(root, "phases"), "phase", "g")
+        self.assertEqual(len(groups), 20)
+        tags = {float(g.find(NS + "rect[@class='tag']").get("y"))
+                for g in groups}
+        self.assertEqual(len(tags), 1)           # one row: no band overlaps
+        labels = self.labels(root)
+        self.assertNoLabelsOverlap(labels)
+        self.assertGreater(len(labels), 2)
+        self.assertLess(len(labels), 20)
+        for g in groups:   # every band keeps its name in its title
+            self.assertIn(g.find(NS + "title").text.split(":")[0], names)
+
+    def test_labels_in_a_crowded_row_placed_by_text_width(self):
+        # Bands wide enough for 3 characters, names much longer: each is
+        # cut to its band, so none spills into the next.
+        phases = [("a_very_long_phase_name_%d" % i, 300000 * i,
+                   300000 * i + 280000) for i in range(10)]
+        root = ET.fromstring(render(phases=phases))
+        p = Plot(root, 0, 3000000, 4 * MiB)
+        labels = self.labels(root)
+        self.assertEqual(len(labels), 10)
+        self.assertNoLabelsOverlap(labels)
+        for (_y, left, right, text), (_n, start, end) in zip(labels, phases):
+            self.assertTrue(text.endswith(".."), text)
+            self.assertGreaterEqual(left, p.x(start))
+            self.assertLessEqual(right, p.x(end) + 4)
+
+    def test_phase_labels_on_a_synthetic_chart(self):
+        # phase_labels alone: three bands in one row; the middle one is
+        # too narrow, its name beside it would run into the third's right
+        # of it, and left of it into the first's: left out; the others are
+        # named in full inside their bands.
+        chart = timeline._Chart(0, 0, 1000, 1)   # 1090 px for 1000 ns
+        w = timeline.label_width("alpha")
+        phases = [("alpha", 0, 60), ("beta", 60, 62),
+                  ("gamma", 62, 300)]
+        got = timeline.phase_labels(chart, phases, [0, 0, 0])
+        self.assertEqual([g and g[0] for g in got], ["alpha", None, "gamma"])
+        self.assertAlmostEqual(got[0][4] - got[0][3], w)
 
     def test_phase_widens_the_time_axis(self):
         root = ET.fromstring(render(phases=[("tail", 2000000, 4000000)]))

@@ -17,7 +17,10 @@ bytes (stdlib only; same conventions as flamegraph.py's).
   the points, linearly joined; a single point is drawn flat across the
   plot.  Phases are translucent full-height bands behind the areas.  The
   committed bytes are a dashed ``<polyline id="committed">`` above them;
-  the peak a vertical line with a dot at its value and a label.
+  the peak a vertical line with a dot at its value and a label.  Phase
+  labels go where their estimated width (label_width) fits: inside the
+  band, cut to it, or beside it; one that would overlap a label already
+  in its row is left out (phase_labels), the widest bands first.
 * Hover: one transparent ``<rect class="c">`` column per point (from midway
   to the previous point to midway to the next) whose ``<title>`` lists the
   time, then one "label: bytes" line per legend row, so it works with
@@ -33,7 +36,8 @@ import math
 from xml.sax.saxutils import escape
 
 from .text import human_bytes
-from .flamegraph import FONT_SIZE, _CTRL, _attr, _fit, _human_bytes, _num
+from .flamegraph import FONT_SIZE, FONT_W, _CTRL, _attr, _fit, _human_bytes, \
+    _num
 
 WIDTH = 1200
 LEFT = 90             # room for the byte axis labels
@@ -45,6 +49,7 @@ TICKS = 5             # about this many intervals on each axis
 OTHER_LABEL = "other sites"
 OTHER_COLOR = "rgb(180,180,180)"
 PHASE_COLOR = "rgb(60,110,200)"
+LABEL_GAP = 4         # px at least between two phase labels in a row
 
 
 def _text(s):
@@ -247,29 +252,73 @@ def _x_axis(chart, ticks):
     return o
 
 
+def label_width(text):
+    """A label's width in px, estimated from the font size: FONT_W (the
+    average glyph's share of it, Verdana's) per character."""
+    return len(text) * FONT_SIZE * FONT_W
+
+
+def phase_labels(chart, phases, rows):
+    """Where each phase band's name goes: per band (text, x, anchor,
+    left, right) -- anchor "start" or "end", left and right the
+    estimated extent (label_width) -- or None when it would overlap a
+    label already placed in its row (LABEL_GAP px apart at least): the
+    band's <title> still names it. The widest bands are named first.
+    Each band tries, in order: its full name inside it; the name cut to
+    the band (_fit, 3 characters at least); the full name beside it,
+    right of it, else left (a band too narrow for any of its name: a
+    phase of microseconds in a run of seconds)."""
+    placed = [[] for _ in range(max(rows) + 1 if rows else 0)]
+    out = [None] * len(phases)
+    order = sorted(range(len(phases)),
+                   key=lambda i: (phases[i][1] - phases[i][2],
+                                  phases[i][1], i))
+    for i in order:
+        name, start, end = phases[i]
+        x0, x1 = chart.x(start), chart.x(end)
+        shown = _CTRL.sub(" ", str(name))
+        width = label_width(shown)
+        cut = _fit(shown, x1 - x0)
+        tries = []
+        if width <= x1 - x0 - 6:
+            tries.append((shown, x0 + 3, "start"))
+        elif cut.strip():
+            tries.append((cut, x0 + 3, "start"))
+        if x1 + 3 + width <= chart.right:
+            tries.append((shown, x1 + 3, "start"))
+        if x0 - 3 - width >= 0:
+            tries.append((shown, x0 - 3, "end"))
+        for text, x, anchor in tries:
+            w = label_width(text)
+            left, right = (x, x + w) if anchor == "start" else (x - w, x)
+            if all(right + LABEL_GAP <= a or left >= b + LABEL_GAP
+                   for a, b in placed[rows[i]]):
+                placed[rows[i]].append((left, right))
+                out[i] = (text, x, anchor, left, right)
+                break
+    return out
+
+
 def _phase_bands(chart, phases, rows, tags_top, unit):
     o = ['<g id="phases">']
-    for (name, start, end), row in zip(phases, rows):
+    labels = phase_labels(chart, phases, rows)
+    for (name, start, end), row, label in zip(phases, rows, labels):
         x0, x1 = chart.x(start), chart.x(end)
         y = tags_top + row * ROW_H
-        shown = _CTRL.sub(" ", str(name))
-        label = _fit(shown, x1 - x0)
-        # A band too narrow for any of its name (a phase of a few
-        # microseconds in a run of seconds) is named beside it, not left
-        # without a name.
-        lx, anchor = x0 + 3, ""
-        if not label.strip():
-            label = shown
-            lx, anchor = (x1 + 3, "") if x1 < chart.right - 60 else \
-                (x0 - 3, ' text-anchor="end"')
+        text = ""
+        if label is not None:
+            text = '<text x="%s" y="%d"%s>%s</text>' % (
+                _num(label[1]), y + ROW_H - 4,
+                ' text-anchor="end"' if label[2] == "end" else "",
+                _text(label[0]))
         o.append('<g class="phase"><title>%s: %s - %s</title>'
                  '<rect class="band" x="%s" y="%d" width="%s" height="%d" '
                  'fill="%s"/><rect class="tag" x="%s" y="%d" width="%s" '
-                 'height="%d" fill="%s"/><text x="%s" y="%d"%s>%s</text></g>'
+                 'height="%d" fill="%s"/>%s</g>'
                  % (_text(name), _time_text(start, unit), _time_text(end, unit),
                     _num(x0), chart.top, _num(x1 - x0), PLOT_H, PHASE_COLOR,
                     _num(x0), y, _num(x1 - x0), ROW_H - 2, PHASE_COLOR,
-                    _num(lx), y + ROW_H - 4, anchor, _text(label)))
+                    text))
     o.append('</g>')
     return o
 

@@ -2,6 +2,7 @@
 their own highest point), the phase bands, the peak; render/timeline.py
 draws it."""
 
+import bisect
 import collections
 
 from ..read import eventlog
@@ -12,15 +13,20 @@ from ..analyze.liveview import phase_label
 TIMELINE_SITES = 8   # sites named on the chart; the rest are "other sites"
 
 
-# Phase runs closer than this share of the run's span are one band.
+# Runs of one phase back to back, closer than this share of the span
+# with no other phase beginning or ending between them, are one band.
 BAND_GAP = 0.005
 
 
 def phase_bands(log, names, start, span):
     """[(name, start, end)] of every phase run of every thread, nested
     ones too (the chart gives overlapping bands rows of their own),
-    relative to start; runs of one phase closer than BAND_GAP of the span
-    are merged, so a phase run thousands of times stays one band."""
+    relative to start: one band per run. Only runs of one phase back to
+    back (closer than BAND_GAP of the span, and no other phase's run
+    beginning or ending between them: a phase run thousands of times in
+    a row) are one band; a run of another phase between two runs keeps
+    them apart (ten runs of compile with output and delete after each
+    are ten bands, not one over all three)."""
     open_runs = {}   # tid -> [(id, start)]
     runs = []
     for kinds, times, _pids, tids, ids, _b, _s, _k in log.chunks():
@@ -40,16 +46,32 @@ def phase_bands(log, names, start, span):
     end = start + span
     for stack in open_runs.values():
         runs.extend((ph, t, end) for ph, t in stack)
+    # every phase's run boundaries, to find another phase between two runs
+    edges = collections.defaultdict(list)
+    for ph, t0, t1 in runs:
+        edges[ph].extend((t0, t1))
+    every = sorted(t for ts in edges.values() for t in ts)
+    for ts in edges.values():
+        ts.sort()
     runs.sort(key=lambda r: (r[0], r[1]))
     bands = []
     gap = BAND_GAP * span
     for ph, t0, t1 in runs:
-        if bands and bands[-1][0] == ph and t0 - bands[-1][2] <= gap:
-            bands[-1][2] = max(bands[-1][2], t1)
+        last = bands[-1] if bands else None
+        if last is not None and last[0] == ph and (
+                t0 <= last[2] or (t0 - last[2] <= gap and
+                                  _count(every, last[2], t0) ==
+                                  _count(edges[ph], last[2], t0))):
+            last[2] = max(last[2], t1)
         else:
             bands.append([ph, t0, t1])
     return [(phase_label(ph, names), t0 - start, t1 - start)
             for ph, t0, t1 in sorted(bands, key=lambda b: b[1])]
+
+
+def _count(times, lo, hi):
+    """How many values of the sorted list times are in [lo, hi]."""
+    return bisect.bisect_right(times, hi) - bisect.bisect_left(times, lo)
 
 
 def render_timeline(sweep, log, profile, names, title, subtitle,
