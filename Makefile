@@ -24,7 +24,8 @@ MAILBOX_SO = $(if $(wildcard $(DLFILTER_H)),$(BUILD)/allocsites_mailbox.so)
 
 # The native reader of perf.data (scripts/reader/, allocsites-read): the
 # report's default path; elfutils' libdw unwinds, libzstd decompresses
-# (Debian: libdw-dev, libelf-dev, libzstd-dev, from ci/install-deps.sh).
+# (Debian: libdw-dev, libelf-dev, libzstd-dev, from ci/install-deps.sh);
+# libiberty (libiberty-dev) demangles C++ names as perf does.
 READER_SRC := $(wildcard scripts/reader/*.c)
 READER = $(BUILD)/allocsites-read
 
@@ -41,7 +42,7 @@ $(SWEEP): $(SWEEP_SRC) scripts/sweep/sweep.h
 
 $(READER): $(READER_SRC) scripts/reader/reader.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -std=gnu11 -Wall -Wextra $(READER_SRC) -o $@ -ldw -lelf -lzstd
+	$(CC) $(CFLAGS) -std=gnu11 -Wall -Wextra $(READER_SRC) -o $@ -ldw -lelf -lzstd -liberty
 
 $(BUILD)/allocsites_mailbox.so: scripts/dlfilter/allocsites_mailbox.c
 	@mkdir -p $(@D)

@@ -33,6 +33,8 @@ command -v pgrep >/dev/null 2>&1 || missing="$missing procps"
 [ -f /usr/include/elfutils/libdwfl.h ] || missing="$missing libdw-dev"
 [ -f /usr/include/libelf.h ] || missing="$missing libelf-dev"
 [ -f /usr/include/zstd.h ] || missing="$missing libzstd-dev"
+# C++ names demangled as perf demangles them (libiberty's cplus_demangle).
+[ -f /usr/include/libiberty/demangle.h ] || missing="$missing libiberty-dev"
 # The differential corpus (tests/differential/, test_differential.py):
 # clang beside gcc, and a Lua 5.4 interpreter host linked with
 # liblua5.4.a that require()s lfs (luafilesystem's 5.4 module) mid-run.

@@ -16,6 +16,7 @@
 
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
+#include <libiberty/demangle.h>
 #include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,7 +180,7 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 	int sp = reg_pos(s, PERF_REG_SP);
 	if (sp < 0 || !s->stack)
 		return false;
-	u64 start = s->regs[sp];
+	u64 start = word(s->regs, (u64)sp);
 	/* no wrap-around: sp and addr can lie at the top of the space */
 	if (addr < start || s->stack_size < sizeof(Dwarf_Word) ||
 	    addr - start > s->stack_size - sizeof(Dwarf_Word))
@@ -196,7 +197,7 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 		int pos = reg_pos(u->s, dwarf_to_perf[i]);
 		if (pos < 0)
 			return false;
-		regs[i] = u->s->regs[pos];
+		regs[i] = word(u->s->regs, (u64)pos);
 	}
 	return dwfl_thread_state_registers(thread, 0, 17, regs);
 }
@@ -377,7 +378,7 @@ static int libdw_unwind(struct unw *u, struct proc *p, const struct sample *s,
 			 * first): the leaf alone, as perf gives then */
 			int ip = reg_pos(s, 8);
 			if (ip >= 0)
-				pcs[u->n++] = s->regs[ip];
+				pcs[u->n++] = word(s->regs, (u64)ip);
 			return u->n;
 		}
 		u->attached = 1;
@@ -423,6 +424,34 @@ int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs, int max)
 	return n;
 }
 
+/* A symbol as perf 6.1 names it: C++ names demangled by libiberty's
+ * cplus_demangle without options (no parameter lists, std::string for
+ * Ss: symbol-elf.c's demangle_sym when not verbose), others as they are.
+ * The result lives until the next call. */
+static const char *perf_name(const char *name)
+{
+	static char *buf;
+	static size_t cap;
+	if (name[0] != '_' || name[1] != 'Z')
+		return name;
+	char *d = cplus_demangle(name, DMGL_NO_OPTS);
+	if (!d)
+		return name;
+	size_t n = strlen(d) + 1;
+	if (n > cap) {
+		char *b = realloc(buf, n);
+		if (!b) {
+			free(d);
+			return name;
+		}
+		buf = b;
+		cap = n;
+	}
+	memcpy(buf, d, n);
+	free(d);
+	return buf;
+}
+
 int symbolize_pc(struct proc *p, u64 pc, const struct map *m, u64 *addr,
 		 const char **sym, u64 *off)
 {
@@ -452,7 +481,7 @@ int symbolize_pc(struct proc *p, u64 pc, const struct map *m, u64 *addr,
 		const char *name = dwfl_module_addrinfo(mod, pc, &so, &es,
 							NULL, NULL, NULL);
 		if (name) {
-			*sym = name;
+			*sym = perf_name(name);
 			*off = so;
 		}
 	}

@@ -82,7 +82,7 @@ def P(name, argv=None, ahead=None, expect=(), native_expect=(),
     """A corpus entry. argv: the command (default: the program alone);
     ahead: why the native reader may go further than perf (None: both
     must end at the same frame); expect: symbols (regular expressions,
-    whole names as perf prints them without demangling) perf must show
+    whole names as perf prints them, C++ demangled) perf must show
     in some stack, so that the program did take the path it is in the
     corpus for; native_expect: the same for the native reader where
     perf is known not to get there; setup: a method of Differential
@@ -101,7 +101,7 @@ def P(name, argv=None, ahead=None, expect=(), native_expect=(),
 # (noinline, not tail calls); is_even/is_odd and make_small/make_large
 # are tail calls from -O2 on.
 CALLS = ("tree", "deep", "by_value", "take", "main")
-CXX = (r".*LevelILi9EE3run.*", r".*NoisyD[12]Ev", r".*recurse_fn.*",
+CXX = (r".*Level<9>::run.*", r".*Noisy::~Noisy", r".*recurse_fn.*",
        r".*Failure.*", r".*outline.*")
 
 CORPUS = [
@@ -454,7 +454,6 @@ class Differential(ProfileTest):
         self.assertEqual(native.returncode, 0, native.stderr)
         perf = subprocess.run(
             ["perf", "script", "-i", data, "--ns", "--no-inline",
-             "--no-demangle",
              "-F", "pid,tid,time,event,ip,sym,symoff,dso"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             universal_newlines=True)
