@@ -545,5 +545,59 @@ class TagFilterTest(unittest.TestCase):
         self.assertFalse([w for w in report.warnings if "no allocation" in w])
 
 
+class OneTimeBaseTest(unittest.TestCase):
+    """The table, the JSON and the timeline give the peak's time on one
+    base (liveview.time_origin: the first recorded event) in one wording
+    (issue 31: the table said 'at 784.968 ms' where the chart said
+    another time). A recording with a known time structure: perf's clock
+    is since boot, the first event 5 s into it; the run lasts 1.46 s
+    (the chart's axis then in seconds), the peak at 784.968 ms."""
+
+    T0 = 5000000000
+
+    def tally(self):
+        t = Tally()
+        stack = (PROBE, PARSE, MAIN10, ROOT)
+        for kind, dt, ptr, size in (("alloc", 0, 0x100, 100),
+                                    ("alloc", 300000000, 0x200, 1000),
+                                    ("alloc", 784968000, 0x300, 5000),
+                                    ("free", 900000000, 0x300, 0),
+                                    ("free", 1200000000, 0x200, 0),
+                                    ("alloc", 1460000000, 0x400, 10)):
+            t.add(Event(kind, 1, 1, size, 1, None,
+                        stack if kind == "alloc" else (), ptr, self.T0 + dt))
+        return t
+
+    def test_table_json_and_timeline_say_the_same_time(self):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        svg = os.path.join(tmp.name, "t.svg")
+        opts = options.parse(["--timeline", svg])
+        report = assemble.build_report(self.tally(), opts, symbolizer(), 0,
+                                       None)
+        self.assertEqual(report.liveness.peak_time, 784968000)
+        self.assertEqual(json.loads(jsonout.render_json(report))
+                         ["liveness"]["peak_time"], 784968000)
+        peak_line = next(line for line in
+                         table.render_table(report, 20).splitlines()
+                         if line.startswith("peak:"))
+        self.assertEqual(peak_line, "peak: 6100 bytes (6.0 KiB) live in 3 "
+                         "allocations, at 784.968 ms")
+        root = ET.fromstring(report.timeline)
+        ns = "{http://www.w3.org/2000/svg}"
+        peak = next(e for e in root.iter(ns + "g") if e.get("id") == "peak")
+        head = next(e for e in root.iter(ns + "text")
+                    if e.get("id") == "legend-head")
+        self.assertEqual(peak.find(ns + "text").text,
+                         "peak 6.0 KiB at 784.968 ms")
+        self.assertEqual(head.text, "Live bytes at the peak, 784.968 ms")
+        # the chart's points on the same base: from 0 at the first event
+        # to the last event, 1.46 s later
+        cols = [e for e in root.iter(ns + "rect") if e.get("class") == "c"]
+        first, last = (c.find(ns + "title").text.split("\n")[0]
+                       for c in (cols[0], cols[-1]))
+        self.assertEqual((first, last), ("0.000 s", "1.460 s"))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -83,16 +83,30 @@ def phase_rows(sweep, names):
     return rows
 
 
+def time_origin(sweep):
+    """The one time base of every time the report shows: the table's and
+    the JSON's peak_time, the timeline's axis, points, peak and phase
+    bands are all nanoseconds since this moment, the first recorded
+    event (the timeline's first point), in perf's clock (which is not
+    the wall clock: since boot). Not the program's start nor the
+    recording's: neither is an event of the recording."""
+    times = sweep.timeline.times
+    return times[0] if times else 0
+
+
+def since_origin(sweep, t):
+    """t (perf's clock) as time_origin's nanoseconds; None stays None."""
+    return None if t is None else t - time_origin(sweep)
+
+
 def summary(sweep, rows, phase_name, untracked, mode):
     committed = None
     if sweep.committed_peak is not None:
         committed = (sweep.committed_peak, sweep.committed_at_peak,
                      sweep.committed_end)
-    start = sweep.timeline.times[0] if sweep.timeline.times else 0
     return LiveSummary(
         peak_bytes=sweep.peak_bytes, peak_count=sweep.peak_count,
-        peak_time=(sweep.peak_time - start) if sweep.peak_time is not None
-        else None,
+        peak_time=since_origin(sweep, sweep.peak_time),
         leaked_bytes=sweep.leaked_bytes, leaked_count=sweep.leaked_count,
         temporary=None if mode == "sampled" else sweep.temporary,
         unmatched_frees=tuple(sweep.unmatched_frees), untracked=untracked,

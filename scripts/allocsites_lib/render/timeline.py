@@ -28,7 +28,9 @@ bytes (stdlib only; same conventions as flamegraph.py's).
   those values into the legend (which otherwise shows the peak) and moves
   a cursor line to the point.
 * Bytes are formatted by report.human_bytes ("~" for float estimates),
-  times in ms, or in s for runs of a second or more.
+  times in ms, or in s for runs of a second or more; the peak's time (its
+  label, the legend's head) as the table prints it (ranking.time_text:
+  ms below a second), so that both say the same.
 """
 
 import colorsys
@@ -36,6 +38,7 @@ import math
 from xml.sax.saxutils import escape
 
 from .text import human_bytes
+from .ranking import time_text   # the peak's time as the table says it
 from .flamegraph import FONT_SIZE, FONT_W, _CTRL, _attr, _fit, _human_bytes, \
     _num
 
@@ -332,7 +335,7 @@ def _peak_marker(chart, peak, unit, label_y):
             % (x, label_y - FONT_SIZE, x, chart.bottom, x, y,
                _num(chart.x(peak[0]) + (-4 if right_half else 4)), label_y,
                "end" if right_half else "start",
-               _text(_human_bytes(peak[1])), _time_text(peak[0], unit))]
+               _text(_human_bytes(peak[1])), time_text(peak[0]))]
 
 
 def _legend_rows(layers, total, committed):
@@ -368,7 +371,7 @@ def _columns(chart, times, rows, unit):
 
 def _legend(rows, at, top, peak_time, unit, scope=None):
     """The legend: each row's bytes at point `at` (the peak) and label."""
-    head = "Live bytes at the peak, %s" % _time_text(peak_time, unit)
+    head = "Live bytes at the peak, %s" % time_text(peak_time)
     if scope:
         head += " (the whole program; the sites of %s named)" % scope
     o = ['<g id="legend"><text id="legend-head" x="%d" y="%d">%s</text>'

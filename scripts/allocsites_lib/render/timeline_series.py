@@ -7,7 +7,7 @@ import collections
 
 from ..read import eventlog
 from . import timeline
-from ..analyze.liveview import phase_label
+from ..analyze.liveview import phase_label, since_origin, time_origin
 
 
 TIMELINE_SITES = 8   # sites named on the chart; the rest are "other sites"
@@ -84,7 +84,7 @@ def render_timeline(sweep, log, profile, names, title, subtitle,
     tl = sweep.timeline
     if not tl.times:
         return timeline.render(title, subtitle, [], [], None, [], (0, 0))
-    start = tl.times[0]
+    start = time_origin(sweep)   # the table's base too (liveview.summary)
     times = [t - start for t in tl.times]
     site_of = profile.site_of or {}
     per_site = collections.defaultdict(lambda: [0] * len(times))
@@ -110,8 +110,9 @@ def render_timeline(sweep, log, profile, names, title, subtitle,
         other = [sum(per_site[k][i] for k in rest) for i in range(len(times))]
     span = times[-1] if times else 0
     bands = phase_bands(log, names, start, span) if log is not None else []
-    peak_time = (sweep.peak_time - start) if sweep.peak_time is not None \
-        else times[peak_i]
+    peak_time = since_origin(sweep, sweep.peak_time)
+    if peak_time is None:
+        peak_time = times[peak_i]
     return timeline.render(title, subtitle, times, series, other,
                            list(tl.total), (peak_time, sweep.peak_bytes),
                            list(tl.committed) if tl.committed else None,
