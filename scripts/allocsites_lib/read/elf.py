@@ -199,7 +199,7 @@ CRT_FUNCTIONS = frozenset((
 
 
 def frame_pointer_functions(elf):
-    """[(start, size, sets up a frame pointer)] of the binary's functions
+    """[(start, size, sets up a frame pointer, name)] of the binary's functions
     in .text (its .symtab, else .dynsym; the C runtime's start-up code
     left out), link-time addresses. A function sets one up if
     mov %rsp,%rbp is in its code, as -fno-omit-frame-pointer makes every
@@ -230,7 +230,8 @@ def frame_pointer_functions(elf):
         if name in CRT_FUNCTIONS or name.endswith(".cold"):
             continue   # (.cold: a function's unlikely part, split off)
         at = text_off + value - text_addr
-        found[value] = (value, size, FP_SETUP in elf.data[at:at + size])
+        found[value] = (value, size, FP_SETUP in elf.data[at:at + size],
+                        name)
     return sorted(found.values()) or None
 
 
