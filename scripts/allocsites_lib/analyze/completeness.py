@@ -16,12 +16,13 @@ says why). docs/design.md, "Completeness", has the rules.
 
 import collections
 
+from .. import contract
+
 # The order of rt:exit's arguments: allocs, frees, samples (every header),
 # then sample_frees, releases, commits (commit and decommit), phases
 # (begin and end) from headers since the liveness probes; the eighth,
 # untracked, counts no event (sampled pointers the table could not hold).
-KINDS = ("alloc", "free", "sample", "sample_free", "release", "commit",
-         "phase")
+KINDS = contract.EXIT_COUNTS
 # Event kind -> the count of rt:exit it is checked against.
 COUNTED_AS = {"commit": "commit", "decommit": "commit",
               "phase_begin": "phase", "phase_end": "phase"}

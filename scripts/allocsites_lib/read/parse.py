@@ -27,6 +27,8 @@ import collections
 import operator
 import re
 
+from .. import contract
+
 # kind: "alloc" | "free" | "sample" | "exit" | "sample_free" | "release" |
 # "commit" | "decommit" | "phase_begin" | "phase_end" (sample_free: size is
 # the weight; release: size is the length; phases: tag is the id); frames: tuple of RawFrame,
@@ -50,14 +52,12 @@ RawFrame = collections.namedtuple("RawFrame", "dso addr sym off ip")
 # perf script calls the handler "sdt_rt__alloc_1"; perf itself (perf
 # report --stats, perf probe) names the event "sdt_rt:alloc_1".
 _EVENT_RE = re.compile(
-    r"^sdt_rt(?:__|:)(alloc|free|sample|exit|release|commit|decommit|"
-    r"phase_begin|phase_end|sample_free|plain)(?:_\d+)?\Z")
+    r"^sdt_rt(?:__|:)(%s|plain)(?:_\d+)?\Z" % "|".join(contract.FIRING))
 
 # The wrapper's one event for every probe without a call graph
 # (probedefs.py): its field "kind" names the probe, a..h are its
 # arguments, as arg1..arg8 are in an event of the probe's own.
-PLAIN_KINDS = {1: "free", 2: "release", 3: "commit", 4: "decommit",
-               5: "phase_begin", 6: "phase_end", 7: "sample_free", 9: "exit"}
+PLAIN_KINDS = contract.PLAIN_NAMES
 _PLAIN_FIELDS = tuple(zip("abcdefgh", ("arg%d" % i for i in range(1, 9))))
 # Kinds recorded without a call graph whose arguments are (ptr, size): the
 # size slot carries release's length, sample_free's weight.

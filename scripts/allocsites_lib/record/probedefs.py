@@ -35,14 +35,13 @@ perf probe, one event per probe name and binary.
 
 import re
 
+from .. import contract
 from ..read import elf
 
-# The probe -> the immediate in the event's kind field. parse.py reads them
-# back; the values are part of the recording format: never renumber.
-KINDS = {"free": 1, "release": 2, "commit": 3, "decommit": 4,
-         "phase_begin": 5, "phase_end": 6, "sample_free": 7, "exit": 9,
-         "phase_track": 10}   # (phase_track never fires: its semaphore)
-FIELDS = "abcdefgh"   # at most 8 arguments (rt:exit has 8)
+# The probe -> the immediate in the event's kind field (the contract's
+# table; parse.py reads them back).
+KINDS = contract.PLAIN_KINDS
+FIELDS = contract.PLAIN_FIELDS   # at most 8 arguments (rt:exit has 8)
 GROUP = "sdt_rt"
 
 # x86-64 operand -> pt_regs name as tracefs spells it. 32-, 16- and 8-bit
