@@ -45,6 +45,12 @@ def read_recording(data, report_args, new_tally, perf, entry_script,
     before = worker_sizing.cpu_use()
     reader = choose_reader(entry_script)
     scan = scan_recording(data, reader, read_errors, err)
+    if scan is None and read_errors:
+        # damaged where records are framed (a size under 8, a compressed
+        # record that does not decompress, a header outside the file):
+        # perf script does no better, and its errors would bury this one
+        err.write("allocsites: error: %s\n" % read_errors[0])
+        return None
     if scan is None:   # perf script reads what the scan cannot
         reader = None
     if reader is None and not perf_script_unwinds(data, probed, scan, err):
