@@ -12,6 +12,8 @@ Every function returns None or an empty result for a file that is missing,
 unreadable or not ELF64; none raises for bad input.
 """
 
+import os
+import stat
 import struct
 
 ET_EXEC = 2
@@ -73,12 +75,25 @@ class ElfFile:
 
 
 def open_elf(path):
-    """An ElfFile for `path`, or None if it is not a readable ELF64 LE file."""
+    """An ElfFile for `path`, or None if it is not a readable ELF64 LE file.
+    Only a regular file is read, and opening it never blocks: the path can
+    come from a recording made elsewhere, naming a FIFO (which would hang
+    the report) or /dev/zero (which reads forever)."""
     try:
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError, TypeError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb") as f:
+            fd = None
             data = f.read()
     except OSError:
         return None
+    finally:
+        if fd is not None:
+            os.close(fd)
     if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
         return None
     try:
