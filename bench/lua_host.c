@@ -1,7 +1,8 @@
 /* lua_host.c - a minimal Lua 5.4 host whose allocator fires allocsites'
  * probes: a real interpreter's allocations and call stacks, for
  * bench/lossless_runs.py (and, at commit 3f5d04f, bench/stack_depth.py:
- * docs/design.md, "Stack copy size for a real interpreter").
+ * docs/notes/2026-design-history.md, "Stack copy size for a real
+ * interpreter").
  *
  *     lua_host SCRIPT [ARGS...]
  *

@@ -8,8 +8,7 @@
  * size stays reserved) keeps whatever an older record left in the ring
  * buffer. Those stale bytes do not compress: a demo recording is 10 MiB
  * when every copy is whole and 20 to 27 MiB when they stop early
- * (docs/design.md, "Why the same program's file was sometimes twice as
- * large").
+ * (docs/design.md, "Whole stack copies").
  *
  * At exec the kernel leaves a random gap of 0 to 8 KiB (arch_align_stack)
  * between the argument and environment strings at the top of the stack
@@ -31,8 +30,8 @@
  *
  * Listed once per translation unit that includes this header, like
  * rt_exit.h's constructor: reading mapped pages again is harmless.
- * -DRT_STACK_TOP_DISABLE leaves it out (docs/design.md, "Whole stack
- * copies", compares the two).
+ * -DRT_STACK_TOP_DISABLE leaves it out (docs/notes/2026-design-history.md,
+ * "Whole stack copies", compares the two).
  */
 #ifndef RT_STACK_TOP_H
 #define RT_STACK_TOP_H

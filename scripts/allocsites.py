@@ -94,8 +94,8 @@ class Run:
         self.mailbox = None
 
     def use_tally(self, tally):
-        """Events go to tally from now on (docs/design.md, "Per-event
-        handler cost", gives one without an event log)."""
+        """Events go to tally from now on (docs/notes/2026-design-history.md,
+        "Per-event handler cost", gives one without an event log)."""
         if getattr(self, "handle", None) is not None:
             self.handle.flush()
         self.tally = tally

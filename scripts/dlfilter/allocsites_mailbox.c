@@ -4,7 +4,8 @@
  *
  * perf builds a dict of Python objects for every event it hands to a
  * script; for the frees of an exact recording that is 0.57 s of a 5.1 s
- * pass over a demo recording (docs/design.md, "Report throughput"). This filter,
+ * pass over a demo recording (docs/notes/2026-design-history.md,
+ * "The events without a call graph: what perf's glue cost"). This filter,
  * loaded into perf's process, copies each plain event's fields into a
  * buffer and drops the event; the worker's handler, which perf calls in
  * time order, reads the buffer through ctypes (mailbox.py) before it

@@ -1,8 +1,8 @@
 """Whole stack copies from the main thread under real perf: perf copies
 --stack-size bytes from the stack pointer, stops at the first page that
 is not mapped in, and leaves the rest of the record to stale ring bytes
-(docs/design.md, "Why the same program's file was sometimes twice as
-large"). With record's environment pad (ALLOCSITES_STACK_PAD) and
+(docs/design.md, "Whole stack copies"). With record's environment pad
+(ALLOCSITES_STACK_PAD) and
 rt_stack_top.h's constructor, every copy of a single-threaded program is
 whole; without the pad, copies from frames near main stop at the stack's
 top. A 32 KiB copy makes the control certain: the kernel's random hole

@@ -47,8 +47,8 @@ class CompressionFlagTest(unittest.TestCase):
 
 class ProgramEnvironmentTest(unittest.TestCase):
     """The environment perf passes to the program: the stack pad of one
-    stack copy (docs/design.md, "Why the same program's file was sometimes
-    twice as large"), RT_SAMPLE_BYTES in sampled mode, the rest as given."""
+    stack copy (docs/design.md, "Whole stack copies"), RT_SAMPLE_BYTES in
+    sampled mode, the rest as given."""
 
     def test_pad_one_stack_copy_long(self):
         env = programenv.program_environment({"HOME": "/h"}, 8192)

@@ -245,8 +245,9 @@ class _Sweep:
 
         One long loop on purpose, as hotpath.handler: the sweep's state
         lives in locals while it runs (an attribute per update would cost
-        about twice as much, docs/design.md, "Measurements behind the
-        design"); the rare kinds (release, phases, exit) are methods."""
+        about twice as much, docs/benchmarks.md, "Why the two per-event
+        loops stay one function each"); the rare kinds (release, phases,
+        exit) are methods."""
         plan = self.plan
         sampled = self.sampled
         min_size = plan.min_size

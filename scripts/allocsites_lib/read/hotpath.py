@@ -8,9 +8,9 @@ demo, each costing perf's handler its own Python work. Done generically
 branches on the kind, EventLog.append branches again and hashes the
 20-frame (stack, tag) key to intern it, and Tally hashes it once more for
 its counts), that was 4.2 us an allocation and 1.9 us a free on the
-reference VM (docs/design.md, "Per-event handler cost"). handler() does
-the same work for these two events in one function, with what repeats
-cached:
+reference VM (docs/notes/2026-design-history.md, "Per-event handler
+cost"). handler() does the same work for these two events in one
+function, with what repeats cached:
 
   - per distinct chain of ips: its RawFrames (shared with the Reader's
     cache) and, per tag, the key's index in the EventLog and its
@@ -66,8 +66,9 @@ def _name_code(event_name):
 # local variables. Split into per-kind methods, that state becomes
 # attributes: 3 counters kept as attributes of an object and updated by a
 # method cost 64 ns an event against 31 ns as a loop's locals (Python
-# 3.11, the 2-CPU VM, `python3 -m timeit`, both loops in docs/design.md,
-# "Measurements behind the design"), and an event touches about ten.
+# 3.11, the 2-CPU VM, `python3 -m timeit`, both loops in
+# docs/benchmarks.md, "Why the two per-event loops stay one function
+# each"), and an event touches about ten.
 def handler(reader, tally):
     """handle(event_name, fields, sample=None) for one perf event: adds it
     to tally as tally.add_fields(*reader.read(...)) does (tally.add(None)

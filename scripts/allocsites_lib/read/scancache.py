@@ -2,7 +2,8 @@
 
 `allocsites record` scans the file it wrote for its summary line
 (perfdata.scan: every record read, the compressed ones decompressed:
-0.68 s for the demo: docs/design.md, "The report's own parts"), and
+0.68 s for the demo: docs/notes/2026-design-history.md, "The report's
+own parts"), and
 `allocsites report` needs the same scan to split the file among its
 workers. So record writes the scan here and the
 report reads it back (0.055 s) instead of scanning again.

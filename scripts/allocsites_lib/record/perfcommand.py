@@ -5,8 +5,8 @@ call graph) and why each has the value it has.
 import os
 
 
-# Recording options (docs/design.md, "Recording defaults", has the
-# measurements behind each):
+# Recording options (docs/design.md, "Recording defaults", says why;
+# docs/notes/2026-design-history.md has the measurements behind each):
 #  - -z at zstd level 3 (--compression-level=3): zstd compresses the
 #    stack copies (mostly unchanged stack between events) 70:1 or more,
 #    so perf's writer keeps up with the program and the file stays small
@@ -15,8 +15,8 @@ import os
 #    in bench/lossless_runs.py; level 6 lost events (the writer falls
 #    behind).
 #  - 8192 bytes of user stack per sample: enough for an interpreter's
-#    parser to reach main (docs/design.md, "Stack copy size for a real
-#    interpreter (Lua 5.4)"); deeper stacks are cut
+#    parser to reach main (docs/notes/2026-design-history.md,
+#    "Stack copy size for a real interpreter (Lua 5.4)"); deeper stacks are cut
 #    short, which the report detects and states (raise --stack-size).
 #  - --no-bpf-event: perf's BPF side-band thread polls with a 1 s timeout
 #    and is joined at exit: a second of fixed cost for nothing (the
@@ -27,7 +27,8 @@ import os
 #    before the program starts.
 #  - No --buildid-mmap: with it a Lua interpreter's recordings lost
 #    events in 4 of 15 runs, without it in 0 of 15 (perhaps chance:
-#    docs/design.md). The
+#    docs/notes/2026-design-history.md, "Recording defaults, as
+#    measured"). The
 #    probed binaries' build-ids go to FILE.buildids instead (perf skips
 #    its own build-id pass with -z), so the report can tell a binary
 #    rebuilt since the recording even when cp -p or rsync -a kept its old
@@ -38,8 +39,8 @@ import os
 #    of the plain event (probedefs.py).
 #  - Sampled mode records a few events a millisecond at most (the
 #    samples, their frees, phases), so its rings are 32 MiB in all, 4 to
-#    16 MiB per CPU: they cost less to set up (docs/design.md, "Fixed
-#    cost of a recording"). With
+#    16 MiB per CPU: they cost less to set up
+#    (docs/notes/2026-design-history.md, "Fixed cost of a recording"). With
 #    --frees (every free recorded) it takes exact mode's rings.
 DEFAULT_STACK_SIZE = 8192
 RING_BUDGET = 256 << 20
@@ -52,7 +53,8 @@ RECORD_FLAGS = ("--no-bpf-event",)
 
 def compression_flag(environ=os.environ):
     """perf's -z at ZSTD_LEVEL; ALLOCSITES_ZSTD_LEVEL=N (1 to 22) sets
-    another level, as docs/design.md, "perf's zstd level", measured."""
+    another level, as docs/notes/2026-design-history.md,
+    "perf's zstd level", measured."""
     level = environ.get("ALLOCSITES_ZSTD_LEVEL", "")
     if not (level.isdigit() and 1 <= int(level) <= 22):
         level = ZSTD_LEVEL

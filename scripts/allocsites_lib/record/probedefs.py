@@ -1,7 +1,8 @@
 """The rt probes' uprobe events, written to tracefs by the recorder itself.
 
 perf probe would do it, one perf process per event (~10 ms each,
-docs/design.md, "Fixed cost of a recording") and one event per probe
+docs/notes/2026-design-history.md, "Fixed cost of a recording") and one
+event per probe
 name and binary. Each perf event costs its recording a fixed ~80 ms on
 this kernel (6.18, the same section): closing a uprobe event waits for
 an RCU grace period (uprobe_unregister), and perf closes its events one after the

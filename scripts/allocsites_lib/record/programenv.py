@@ -10,8 +10,8 @@ keeps the main thread's stack copies whole, and RT_SAMPLE_BYTES.
 # above main, and every copy from the main thread is whole. Its bytes are
 # all the same, so they compress to nothing in each copy that reaches
 # them. include/rt_stack_top.h maps the hole the kernel leaves below the
-# strings; docs/design.md, "Why the same program's file was sometimes
-# twice as large", has the measurements.
+# strings; docs/design.md, "Whole stack copies", says why, and
+# docs/notes/2026-design-history.md, "Whole stack copies", measured it.
 STACK_PAD_VARIABLE = "ALLOCSITES_STACK_PAD"
 
 
@@ -22,6 +22,7 @@ def program_environment(base, stack_size, sample=None):
     if sample:
         env["RT_SAMPLE_BYTES"] = str(sample)
     # A value the caller set (even empty) is kept: that is how
-    # docs/design.md, "Whole stack copies", recorded without the pad.
+    # docs/notes/2026-design-history.md, "Whole stack copies", recorded
+    # without the pad.
     env.setdefault(STACK_PAD_VARIABLE, "." * stack_size)
     return env

@@ -18,7 +18,7 @@ class Boost:
     so its writer runs as soon as it wakes, and the program, which perf
     forks, is back to SCHED_OTHER at the caller's nice value. A Lua
     interpreter running luacheck lost events in 4 of 20 recordings
-    without it and in none of 20 with it (bench/README.md, "A realtime
+    without it and in none of 20 with it (docs/benchmarks.md, "A realtime
     writer"). Realtime throttling (sched_rt_runtime_us) still leaves the
     rest of the machine its share; the writer sleeps whenever the rings
     are drained. `realtime` is then True: preexec() sets it in perf's

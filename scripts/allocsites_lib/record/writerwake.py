@@ -13,7 +13,8 @@ events are lost. perf's `--control` fd is polled with the rings: a
 handles the command). Pinged every WAKE_MS, a ring holds about that much
 when a stall begins, not up to half of it: the demo rode out 30 ms stalls
 of perf that cost perf alone events in half the runs
-(docs/design.md, "How long the writer may stall"). Not twice as long as
+(docs/notes/2026-design-history.md, "How long the writer may
+stall"). Not twice as long as
 without: perf frees a ring's space only once it has compressed all it
 read, so after a stall the ring must also hold what comes while the
 backlog is compressed.
