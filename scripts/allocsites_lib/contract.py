@@ -1,4 +1,6 @@
-"""The probe contract in one table: every rt probe, its arguments, and how
+"""The probe contract in one table: each rt probe and its arguments.
+
+The probe contract in one table: every rt probe, its arguments, and how
 a recording carries it.
 
 include/rt_probes.h fires the probes and probes/rt.d declares them for

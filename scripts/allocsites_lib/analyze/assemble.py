@@ -1,4 +1,6 @@
-"""The Report from a Tally: fold, liveness, the verdict, the warnings, and
+"""The Report assembled from a Tally: fold, liveness, verdict, warnings.
+
+The Report from a Tally: fold, liveness, the verdict, the warnings, and
 the encoded extras (pprof, timeline) a report carries.
 
 Used through pipeline.py by the perf entry script (scripts/allocsites.py)

@@ -1,4 +1,6 @@
-"""From the liveness sweep to what the outputs show: the per-key figures
+"""The liveness sweep's figures as the outputs show them.
+
+From the liveness sweep to what the outputs show: the per-key figures
 fold() sums per site, the totals (report.LiveSummary), the phase table
 (report.PhaseRow), the --phase selection and the memory-over-time chart.
 

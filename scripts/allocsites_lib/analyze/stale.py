@@ -1,4 +1,6 @@
-"""Binaries rebuilt since the recording: their addresses no longer match,
+"""Binaries rebuilt since the recording, whose lines would be wrong.
+
+Binaries rebuilt since the recording: their addresses no longer match,
 so their lines would be wrong."""
 
 import os

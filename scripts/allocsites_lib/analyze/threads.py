@@ -1,4 +1,6 @@
-"""Who allocated, by thread: each (phase, stack and tag)'s allocations split
+"""Allocations split by thread, for pprof's thread labels.
+
+Who allocated, by thread: each (phase, stack and tag)'s allocations split
 by the (pid, tid) that made them, for pprof's thread labels.
 
 The Tally folds threads together as it reads (a key is a stack and a tag),

@@ -1,4 +1,6 @@
-"""The wrappers around the allocator: those the binaries declare (RT_SKIP)
+"""The allocator wrappers: declared by RT_SKIP, or suggested for --skip.
+
+The wrappers around the allocator: those the binaries declare (RT_SKIP)
 and those the folded profile suggests (a --skip line to paste)."""
 
 import collections

@@ -1,4 +1,6 @@
-"""The allocsites command line: one argparse parser per form, built from
+"""The command's parsers: one per form, from shared option groups.
+
+The allocsites command line: one argparse parser per form, built from
 shared option groups, so `record`, `report` and the one-command form
 cannot disagree about an option.
 

@@ -1,4 +1,6 @@
-"""The per-event path inside perf: Reader.read then Tally.add_fields, fused
+"""The per-event path: Reader.read and Tally.add_fields fused in one.
+
+The per-event path inside perf: Reader.read then Tally.add_fields, fused
 for the two events that are nearly all of an exact recording.
 
 An exact recording is one rt:alloc event (a call chain) per allocation

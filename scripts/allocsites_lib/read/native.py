@@ -1,4 +1,6 @@
-"""The report's default reader: allocsites-read (scripts/reader/, C) reads
+"""The report's default reader: runs allocsites-read, feeds the hot path.
+
+The report's default reader: allocsites-read (scripts/reader/, C) reads
 the recording and unwinds its stacks; this module turns its stream into
 the same Tally the perf script path builds (allocsites.py), through the
 same hot path (hotpath.handler), so every output is the one perf script

@@ -1,4 +1,6 @@
-"""The [vdso] files perf script leaves in /tmp when a worker stops early or
+"""The [vdso] files perf script leaves in /tmp, removed when ours.
+
+The [vdso] files perf script leaves in /tmp when a worker stops early or
 is killed: found, and removed when they are surely the report's.
 """
 

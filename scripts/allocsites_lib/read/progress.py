@@ -1,4 +1,6 @@
-"""The report's progress line on a terminal: the share of the samples read
+"""The report's progress line on a terminal, for both readers.
+
+The report's progress line on a terminal: the share of the samples read
 (both readers: the perf script workers and the native reader).
 """
 

@@ -1,4 +1,6 @@
-"""Reads a recording for the report: chooses the reader (allocsites-read,
+"""The report's reading: the reader chosen, the scan, the fit, the run.
+
+Reads a recording for the report: chooses the reader (allocsites-read,
 or perf script workers on time ranges), scans the file, checks that the
 reading fits, and runs it; the tally and read errors go back to the
 report (cli/command.py), which hands them to pipeline.py.

@@ -1,4 +1,6 @@
-"""The recording cut into time ranges of about equal cost, one per perf
+"""The recording cut into time ranges of equal cost, one per worker.
+
+The recording cut into time ranges of about equal cost, one per perf
 script worker, and the --time option that gives a worker its range.
 
 perf's --time range is inclusive at both ends, in ns (time-utils.c:

@@ -1,4 +1,6 @@
-"""The files between the report and its perf script workers: each worker's
+"""The files between the report and its perf script workers.
+
+The files between the report and its perf script workers: each worker's
 tally (pickled), the thread map it is given, its progress.
 
 The parent writes the thread map (write_pids) before it starts the

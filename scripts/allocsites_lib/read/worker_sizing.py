@@ -1,4 +1,6 @@
-"""How many perf script workers a report runs: the CPUs it may use and
+"""How many perf script workers a report runs.
+
+How many perf script workers a report runs: the CPUs it may use and
 other processes leave free, the memory, the samples.
 
 limits.py knows the machine's and the cgroup's limits; this module turns

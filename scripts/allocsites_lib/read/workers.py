@@ -1,4 +1,6 @@
-"""Runs the report's K perf script workers, one per time range, and
+"""Runs the perf script workers and merges what they counted.
+
+Runs the report's K perf script workers, one per time range, and
 collects what they counted: `allocsites report` with perf script.
 
 perf script is single-threaded, and most of a report is perf's: reading

@@ -1,4 +1,6 @@
-"""The binaries to probe: the program (started, or a running process's),
+"""The binaries to probe, which carry rt probes, which ran unprobed.
+
+The binaries to probe: the program (started, or a running process's),
 its libraries and --lib's, which of them carry rt probes, and which ran
 unprobed.
 """

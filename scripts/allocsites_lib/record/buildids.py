@@ -1,4 +1,6 @@
-"""The FILE.buildids sidecar: the probed binaries' build-ids beside the
+"""FILE.buildids: the probed binaries' build-ids beside the recording.
+
+The FILE.buildids sidecar: the probed binaries' build-ids beside the
 recording, so the report can tell a binary rebuilt since.
 """
 

@@ -1,4 +1,6 @@
-"""The recording's perf.data file as a whole: whether -o may be written,
+"""The perf.data file as a whole: writable, finished, readable.
+
+The recording's perf.data file as a whole: whether -o may be written,
 whether perf finished it or ran out of disk, whether it can be read.
 """
 

@@ -1,4 +1,6 @@
-"""The lock held while a run creates or deletes uprobe events (an flock on
+"""The flock held on uprobe_events while a run changes events.
+
+The lock held while a run creates or deletes uprobe events (an flock on
 tracefs' uprobe_events).
 """
 

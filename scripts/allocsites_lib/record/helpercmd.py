@@ -1,4 +1,6 @@
-"""Runs the helper commands (perf probe, ldd, mount, umount) with a timeout,
+"""Helper commands (perf probe, ldd, mount) run with a timeout.
+
+Runs the helper commands (perf probe, ldd, mount, umount) with a timeout,
 and turns their output into one line for an error.
 """
 

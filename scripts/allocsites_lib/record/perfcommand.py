@@ -1,4 +1,6 @@
-"""The perf record command line: its options (compression, ring sizes,
+"""The perf record command line, and why each option has its value.
+
+The perf record command line: its options (compression, ring sizes,
 call graph) and why each has the value it has.
 """
 

@@ -1,4 +1,6 @@
-"""What recording needs before it starts: perf (and its version), and the
+"""What recording needs first: perf, its version, the privilege.
+
+What recording needs before it starts: perf (and its version), and the
 privilege to create uprobe events.
 """
 

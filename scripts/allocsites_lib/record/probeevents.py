@@ -1,4 +1,6 @@
-"""The uprobe events of one run: created (written to tracefs, or by perf
+"""A run's uprobe events: created, and removed again in all cases.
+
+The uprobe events of one run: created (written to tracefs, or by perf
 probe) and removed again in all cases.
 
 Probe events are created for exactly the binaries being run, every time

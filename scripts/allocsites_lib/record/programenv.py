@@ -1,4 +1,6 @@
-"""The environment the recorded program runs with: the stack pad that
+"""The recorded program's environment: the stack pad, RT_SAMPLE_BYTES.
+
+The environment the recorded program runs with: the stack pad that
 keeps the main thread's stack copies whole, and RT_SAMPLE_BYTES.
 """
 

@@ -1,4 +1,6 @@
-"""One recording run, in order: the binaries to probe and how to unwind,
+"""One recording run, in order, from the binaries to the summary.
+
+One recording run, in order: the binaries to probe and how to unwind,
 the uprobe events made, perf record run ahead of the program with
 signals held until every event is removed again, the recording checked,
 scanned, summarized and its sidecars written (record/ holds each step's

@@ -1,4 +1,6 @@
-"""What a recording run has made that must be undone, kept on disk so
+"""A run's events and temporary files on disk, for the next run to undo.
+
+What a recording run has made that must be undone, kept on disk so
 that the next run can undo it if this one is killed (SIGKILL, OOM, power
 cut of the terminal): its uprobe events, its temporary directories, and
 the pids of allocsites and of its perf record.

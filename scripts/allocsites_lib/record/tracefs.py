@@ -1,4 +1,6 @@
-"""tracefs: mounted if it is not (and unmounted again), and read: the
+"""tracefs: mounted if need be, its uprobe events and error log read.
+
+tracefs: mounted if it is not (and unmounted again), and read: the
 uprobe events it lists, the kernel's last error about a definition.
 """
 

@@ -1,4 +1,6 @@
-"""Runs perf's writer ahead of the program it records: SCHED_FIFO, or a
+"""perf's writer ahead of the program: SCHED_FIFO, or nice.
+
+Runs perf's writer ahead of the program it records: SCHED_FIFO, or a
 lower nice value that the program is given back.
 """
 

@@ -1,4 +1,6 @@
-"""Wakes perf record's writer every few milliseconds, through its control
+"""Pings perf record's control fd so its writer drains the rings early.
+
+Wakes perf record's writer every few milliseconds, through its control
 fd, so it drains the rings continuously instead of at half-ring wakeups.
 
 perf record leaves the kernel's default wakeup watermark: a ring wakes

@@ -1,4 +1,6 @@
-"""--pprof FILE: the profile as pprof reads it (a gzip-compressed
+"""--pprof FILE: the profile as a gzipped profile.proto.
+
+--pprof FILE: the profile as pprof reads it (a gzip-compressed
 profile.proto, github.com/google/pprof/proto/profile.proto), written the
 way Go writes a heap profile: sample types alloc_objects/count and
 alloc_space/bytes, values already unbiased in sampled mode (period =

@@ -1,4 +1,6 @@
-"""--stacks SITE: the call stacks that reach one site, most bytes first,
+"""--stacks SITE: the call stacks behind one site, as a backtrace.
+
+--stacks SITE: the call stacks that reach one site, most bytes first,
 printed like a debugger's backtrace (the site first, the outermost
 caller last). SITE is a function name, a 'file:line' (a path suffix:
 'parser.c:127' matches '/src/examples/minicc/parser.c:127'), or a tag.

@@ -1,4 +1,6 @@
-"""The stdout table: top sites by bytes (or --sort), a totals line, who
+"""The stdout table: top sites, totals, who holds the memory, phases.
+
+The stdout table: top sites by bytes (or --sort), a totals line, who
 holds the memory when frees were recorded, the phases, events and loss."""
 
 import os

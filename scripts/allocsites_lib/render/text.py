@@ -1,4 +1,6 @@
-"""How the outputs word a report's figures: bytes for people (human_bytes),
+"""How the outputs word a report's figures, locations and verdict.
+
+How the outputs word a report's figures: bytes for people (human_bytes),
 file:line locations and flame graph labels, shares, the loss and the
 completeness verdict."""
 

@@ -1,4 +1,6 @@
-"""Memory-over-time chart: a self-contained SVG stacked-area chart of live
+"""The --timeline SVG chart of live bytes over time.
+
+Memory-over-time chart: a self-contained SVG stacked-area chart of live
 bytes (stdlib only; same conventions as flamegraph.py's).
 
 * Input (contract section 6): ``times`` in ns since the first event,

@@ -1,4 +1,6 @@
-"""The --timeline chart from the liveness sweep: the sites to stack (by
+"""The --timeline chart's series from the sweep: sites, bands, peak.
+
+The --timeline chart from the liveness sweep: the sites to stack (by
 their own highest point), the phase bands, the peak; render/timeline.py
 draws it."""
 
