@@ -1,0 +1,130 @@
+#!/usr/bin/python3
+"""The floor of an exact profile, and each stage's distance from it.
+
+Regenerates the table of docs/benchmarks.md, "The floor: `bench/floor.py`":
+
+    /usr/bin/python3 bench/floor.py [--pairs N] [--depth D] [--runs R]
+
+What one allocation costs at each stage, per event, on the burst program
+(tests/c/burst.c: N rt_alloc + rt_free pairs, D frames deep, 250000 and
+12 by default), each figure the median of R runs (3):
+
+  trap          the uprobe trap of one event, no stack: burst's own loop
+                time recorded with --unwind none, less its time alone, per
+                event (alloc and free each trap)
+  stack copy    what a DWARF stack copy (8 KiB, -z) adds to an alloc's
+                event: recorded with the defaults, less --unwind none,
+                per allocation
+  record        allocsites record with the defaults, the whole command
+                (perf's start and end, the scan), per event
+  read          allocsites-read alone (the native reader: parse,
+                decompress, order, unwind, emit) over the recording, per
+                event; and over the --unwind none recording (no stack to
+                decompress or unwind)
+  report        allocsites report --json, the whole command, per event;
+                less the reader's time: the Python side's share
+
+The floor is the first two lines: what perf and the kernel cost whatever
+the tool does. A stage's distance from it is what the tool adds.
+The burst is the worst case for the tool's share (nothing but
+allocations); a real program spends more of its time on its own work.
+Run as root on an idle machine after `make all`.
+"""
+
+import argparse
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from lib.build import BUILD, BURST, build  # noqa: E402
+from lib.measure import run  # noqa: E402
+
+ROOT = os.path.dirname(HERE)
+ALLOCSITES = os.path.join(ROOT, "scripts", "allocsites")
+READER = os.path.join(BUILD, "allocsites-read")
+PY = "/usr/bin/python3"
+
+
+def elapsed_ns(text):
+    m = re.search(r"elapsed_ns=(\d+)", text)
+    if not m:
+        raise SystemExit("bench: burst printed no elapsed_ns:\n" + text)
+    return int(m.group(1))
+
+
+def timed(cmd, discard=True):
+    start = time.monotonic()
+    r = run(cmd, discard_stdout=discard)
+    return time.monotonic() - start, r
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pairs", type=int, default=250000)
+    ap.add_argument("--depth", type=int, default=12)
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    burst = build("burst", [BURST])
+    prog = [burst, str(args.pairs), str(args.depth)]
+    events = 2 * args.pairs
+    tmp = tempfile.mkdtemp(prefix="allocsites-floor-")
+    rows = {k: [] for k in ("alone", "none", "dwarf", "record", "read_none",
+                            "read", "report")}
+    try:
+        for i in range(args.runs):
+            print("run %d of %d" % (i + 1, args.runs), file=sys.stderr)
+            rows["alone"].append(elapsed_ns(run(prog).stdout) / 1e9)
+            none = os.path.join(tmp, "none.data")
+            dwarf = os.path.join(tmp, "dwarf.data")
+            r = run([PY, ALLOCSITES, "record", "--unwind", "none", "-o",
+                     none, "--"] + prog)
+            rows["none"].append(elapsed_ns(r.stdout) / 1e9)
+            wall, r = timed([PY, ALLOCSITES, "record", "-o", dwarf, "--"] +
+                            prog, discard=False)
+            rows["dwarf"].append(elapsed_ns(r.stdout) / 1e9)
+            rows["record"].append(wall)
+            rows["read_none"].append(timed([READER, none])[0])
+            rows["read"].append(timed([READER, dwarf])[0])
+            rows["report"].append(timed([PY, ALLOCSITES, "report", "-i",
+                                         dwarf, "--json", os.devnull])[0])
+    finally:
+        for name in os.listdir(tmp):
+            os.unlink(os.path.join(tmp, name))
+        os.rmdir(tmp)
+    med = {k: statistics.median(v) for k, v in rows.items()}
+
+    def us(seconds, n):
+        return "%.2f" % (seconds / n * 1e6)
+
+    print("burst %d pairs, %d frames deep (%d events), median of %d runs; "
+          "%s" % (args.pairs, args.depth, events, args.runs,
+                  os.uname().release))
+    print()
+    print("| stage | us per event | what it is |")
+    print("|---|---:|---|")
+    print("| program alone | %s | burst's loop, nothing recorded |"
+          % us(med["alone"], events))
+    print("| **trap** | %s | the uprobe trap, no stack (--unwind none, "
+          "less alone) |" % us(med["none"] - med["alone"], events))
+    print("| **stack copy** | %s | per allocation: 8 KiB DWARF copy, -z "
+          "(defaults, less --unwind none) |"
+          % us(med["dwarf"] - med["none"], args.pairs))
+    print("| record, whole command | %s | perf's start and end, the "
+          "summary's scan |" % us(med["record"], events))
+    print("| read, no stacks | %s | allocsites-read on the --unwind none "
+          "recording |" % us(med["read_none"], events))
+    print("| read | %s | allocsites-read: decompress, order, unwind, "
+          "emit |" % us(med["read"], events))
+    print("| report, whole command | %s | allocsites report --json |"
+          % us(med["report"], events))
+    print("| report's Python share | %s | report less read |"
+          % us(med["report"] - med["read"], events))
+
+
+if __name__ == "__main__":
+    main()
