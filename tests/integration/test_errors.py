@@ -326,6 +326,71 @@ class Errors(ProfileTest):
         self.assertEqual(rep.returncode, 0, rep.stderr)
         self.assertIn("complete: not checked", rep.stdout)
 
+    def test_ctrl_c_during_the_report_writes_nothing(self):
+        # allocsites -o a.data -- prog, Ctrl-C (SIGINT to the process
+        # group) while it reports: exit 130, no output file, complete or
+        # half-written, and no temporary file (issue 31: exit 3 and a.svg
+        # written). The hook: --folded is a FIFO, written after the JSON
+        # and before the flame graph, so the report waits in open() on it
+        # (wchan wait_for_partner) with the JSON made and the SVG not.
+        data = os.path.join(self.tmp, "a.data")
+        outs = [os.path.join(self.tmp, "a." + ext)
+                for ext in ("json", "svg", "csv", "pb.gz")]
+        fifo = os.path.join(self.tmp, "folded.fifo")
+        os.mkfifo(fifo)
+        proc = subprocess.Popen(
+            [PYTHON, ALLOCSITES, "-o", data, "--json", outs[0], "--svg",
+             outs[1], "--csv", outs[2], "--pprof", outs[3], "--folded",
+             fifo, "--", program("t_basic"), "300"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True, start_new_session=True,
+            env=dict(os.environ, TRUTH_FILE=os.devnull))
+        self.addCleanup(self.stop_recording, proc)
+        deadline = time.time() + 120
+        while True:
+            with open("/proc/%d/wchan" % proc.pid) as f:
+                if f.read() == "wait_for_partner":
+                    break
+            self.assertIsNone(proc.poll(), "ended before its outputs")
+            self.assertLess(time.time(), deadline, "never opened the FIFO")
+            time.sleep(0.05)
+        made = sorted(os.listdir(self.tmp))
+        self.assertEqual([n for n in made if n.endswith(".tmp")],
+                         [n for n in made if re.match(
+                             r"\.a\.(json|csv|pb\.gz)\.\w+\.tmp\Z", n)])
+        self.assertEqual(len([n for n in made if n.endswith(".tmp")]), 3,
+                         made)
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        out, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 128 + signal.SIGINT, err)
+        self.assertTrue(err.endswith(
+            "allocsites: report interrupted; nothing written\n"), err)
+        self.assertNotIn("Traceback", err)
+        self.assertEqual(out, "")
+        self.assertEqual(sorted(os.listdir(self.tmp)),
+                         ["a.data", "a.data.buildids", "a.data.scan",
+                          "folded.fifo"])
+        # tearDown checks that no probe event is left.
+        # The same report, not interrupted, writes all five.
+        reader = subprocess.Popen(["cat", fifo], stdout=subprocess.PIPE)
+        rep = allocsites(["report", "-i", data, "--json", outs[0], "--svg",
+                          outs[1], "--csv", outs[2], "--pprof", outs[3],
+                          "--folded", fifo])
+        folded = reader.communicate(timeout=60)[0].decode()
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        self.assertTrue(folded.endswith("\n"))
+        self.assertEqual(sorted(os.listdir(self.tmp)),
+                         ["a.csv", "a.data", "a.data.buildids", "a.data.scan",
+                          "a.json", "a.pb.gz", "a.svg", "folded.fifo"])
+        self.assertEqual(oct(os.stat(outs[0]).st_mode & 0o777),
+                         oct(0o666 & ~self.umask()))
+
+    @staticmethod
+    def umask():
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return mask
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -43,7 +43,20 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     opts = options.parse(report_args, prog="allocsites report")
     perf = prerequisites.find_perf()
     datafile.check_perf_data(data)
-    from ..read import interrupts, reading
+    from ..read import interrupts
+    # SIGINT, SIGTERM and SIGHUP raise Interrupted from here until the
+    # outputs are in place (render/outputs.py writes them to temporary
+    # files, removed when interrupted, renamed at the end).
+    try:
+        with interrupts.Raised():
+            return _report(data, report_args, opts, perf, stdout, jobs, err)
+    except interrupts.Interrupted as e:
+        err.write("allocsites: report interrupted; nothing written\n")
+        return 128 + e.sig
+
+
+def _report(data, report_args, opts, perf, stdout, jobs, err):
+    from ..read import reading
     from .. import pipeline
     from ..analyze.fold import Tally
     probed = buildids.read_buildids(data)   # {binary: build-ids}, or {}
@@ -51,9 +64,6 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
         got = reading.read_recording(
             data, report_args, lambda: Tally(opts.min_size), perf,
             ENTRY_SCRIPT, probed, jobs=jobs, err=err)
-    except interrupts.Interrupted as e:
-        err.write("allocsites: report interrupted; nothing written\n")
-        return 128 + e.sig
     except reading.ReaderFailed as e:
         raise RecordError(str(e))
     if got is None:   # refused, or nothing read: said
