@@ -141,6 +141,10 @@ class FakeElf:
     def section(self, name):
         return self.blobs.get(name)
 
+    @property
+    def sections(self):   # {name: blob}, as elf.build_id reads them
+        return self.blobs
+
 
 class FakeAddr2line:
     """Callable with run_addr2line's signature; records every call.

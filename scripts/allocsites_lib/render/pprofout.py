@@ -22,6 +22,8 @@ each stack, as Go leaves out runtime.mallocgc, and so are the wrappers
 the table skips (--skip, RT_SKIP): leading frames whose function matches
 are dropped, a location whose inlined lines only partly match keeps the
 rest, so that pprof's flat figures name the callers the table names.
+Byte values whose sum would pass int64 are given in kilobytes (or a
+larger unit): pprof sums them as int64 unchecked (byte_units).
 Encoded by hand: the message has seven kinds of fields, and perf's
 embedded Python has no protobuf module."""
 
@@ -69,6 +71,11 @@ def _bytes(field, data):
 
 
 INT64_MAX = (1 << 63) - 1
+
+
+def _whole(v):
+    """A value (a float in sampled mode) as the integer pprof gets."""
+    return int(round(v))
 
 
 def saturated(v):
@@ -208,8 +215,9 @@ class _Labels:
 
 
 def _samples(locs, labels, names, tags, phased, inuse, threads):
-    """The Sample messages: per phase and key, or per phase, key and
-    thread (and then what was live at the end a sample of its own)."""
+    """The samples, as (location ids, [values], labels) to encode (see
+    _encode_samples): per phase and key, or per phase, key and thread
+    (and then what was live at the end a sample of its own)."""
     out = []
     for phase, phase_entries, phase_live in phased:
         phase_label = b"" if phase is None else \
@@ -221,26 +229,66 @@ def _samples(locs, labels, names, tags, phased, inuse, threads):
             ids = _packed(1, locs.stack_ids(frames[1:]))
             label = labels.text(labels.tag, name)
             kl = (phase_live or {}).get((frames, tag)) if inuse else None
-            leaked = [saturated(kl.leaked_count), saturated(
+            leaked = [_whole(kl.leaked_count), _whole(
                 kl.leaked_bytes)] if kl is not None else [0, 0]
             by_thread = threads.get((phase, (frames, tag))) \
                 if threads is not None else None
             if not by_thread:
-                values = [saturated(entry.count), saturated(entry.bytes)]
-                out.append(_bytes(P_SAMPLE, ids + _packed(
-                    2, values + leaked if inuse else values) + label +
-                    phase_label + labels.size(entry.count, entry.bytes)))
+                values = [_whole(entry.count), _whole(entry.bytes)]
+                out.append((ids, values + leaked if inuse else values,
+                            label + phase_label +
+                            labels.size(entry.count, entry.bytes)))
                 continue
             for (pid, tid), (count, nbytes) in sorted(by_thread.items()):
-                values = [saturated(count), saturated(nbytes)]
-                out.append(_bytes(P_SAMPLE, ids + _packed(
-                    2, values + [0, 0] if inuse else values) + label +
-                    phase_label + labels.size(count, nbytes) +
-                    labels.thread(pid, tid)))
+                values = [_whole(count), _whole(nbytes)]
+                out.append((ids, values + [0, 0] if inuse else values,
+                            label + phase_label + labels.size(count, nbytes)
+                            + labels.thread(pid, tid)))
             if any(leaked):
-                out.append(_bytes(P_SAMPLE, ids + _packed(
-                    2, [0, 0] + leaked) + label + phase_label))
+                out.append((ids, [0, 0] + leaked, label + phase_label))
     return out
+
+
+# The units a bytes value may be given in, as pprof's measurement package
+# reads them ("kilobytes" -> kB): each 2^10 of the one before.
+BYTE_UNITS = ("bytes", "kilobytes", "megabytes", "gigabytes", "terabytes",
+              "petabytes")
+
+
+def byte_units(samples, types):
+    """For each sample type, the power of 2^10 its values are divided by:
+    0 (bytes) unless its values add up past int64. pprof adds the values
+    up as int64 (a function's flat and cum, the total) and does not check
+    for overflow: two samples of 2^63-1 bytes (one SIZE_MAX allocation
+    each) showed a total of -2 B. A bytes type whose sum would pass
+    INT64_MAX is given in kilobytes, megabytes, ... instead, the first
+    in which its sum, its values rounded to the nearest unit, fits.
+    Counts are left as they are (2^63 allocations are not recorded)."""
+    shifts = []
+    for i, (_, unit) in enumerate(types):
+        shift = 0
+        if unit == "bytes":
+            # each value rounds up by at most half a unit
+            total = sum(v[i] for _, v, _ in samples)
+            n = len(samples)
+            while shift < len(BYTE_UNITS) - 1 and \
+                    (total >> (10 * shift)) + n > INT64_MAX:
+                shift += 1
+        shifts.append(shift)
+    return shifts
+
+
+def scaled(value, shift):
+    """value (bytes) in units of 2^(10 shift) bytes, rounded to nearest."""
+    if not shift:
+        return value
+    return (value + (1 << (10 * shift - 1))) >> (10 * shift)
+
+
+def _encode_samples(samples, shifts):
+    return [_bytes(P_SAMPLE, ids + _packed(
+        2, [saturated(scaled(v, k)) for v, k in zip(values, shifts)]) + rest)
+            for ids, values, rest in samples]
 
 
 def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
@@ -268,13 +316,18 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
     types = [("alloc_objects", "count"), ("alloc_space", "bytes")]
     if inuse:
         types += [("inuse_objects", "count"), ("inuse_space", "bytes")]
-    out = [_bytes(P_SAMPLE_TYPE, _int(1, strings(t)) + _int(2, strings(u)))
-           for t, u in types]
+    for t, u in types:   # first in the string table, as they always were
+        strings(t), strings(u)
     locs, labels = _Locations(symbolizer, skip), _Labels(strings)
     if phased is None:
         phased = [(None, tally.entries(mode) if entries is None else entries,
                    live)]
-    out += _samples(locs, labels, names, tags, phased, inuse, threads)
+    samples = _samples(locs, labels, names, tags, phased, inuse, threads)
+    shifts = byte_units(samples, types)
+    out = [_bytes(P_SAMPLE_TYPE, _int(1, strings(t)) + _int(
+        2, strings(BYTE_UNITS[k] if u == "bytes" else u)))
+           for (t, u), k in zip(types, shifts)]
+    out += _encode_samples(samples, shifts)
     out += locs.encoded(strings)
     out.append(_bytes(P_PERIOD_TYPE, _int(1, strings("space")) +
                       _int(2, strings("bytes"))))
