@@ -109,7 +109,14 @@ def recording_facts(data, perf, scan, probed):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    status = _main(argv)
+    try:
+        status = _main(argv)
+    except SystemExit as e:   # argparse's --help and errors
+        if e.code is None or isinstance(e.code, int):
+            status = e.code or 0
+        else:
+            sys.stderr.write("%s\n" % e.code)
+            status = 1
     # stdout is flushed here, not by Python at exit: a pipe is block
     # buffered (unless PYTHONUNBUFFERED is set), so a report shorter than
     # the buffer meets a closed pipe only then, where Python can only print
