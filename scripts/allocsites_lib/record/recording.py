@@ -214,9 +214,6 @@ def run_perf(perf, opts, argv, pid, unwind, allocs, plain, events,
             cmd = perfcommand.record_command(
                 perf, output, allocs, plain, stack_size, argv,
                 boost.step, pid=pid, control=waker.perf_args(),
-                rings=perfcommand.RINGS_SAMPLED
-                if opts.sample and not opts.frees
-                else perfcommand.RINGS_EXACT,
                 unwind=unwind)
             try:
                 child = subprocess.Popen(
