@@ -187,7 +187,8 @@ int cfi_unwind(struct cfi_cache *c, Dwfl *dwfl, const struct sample *s,
 {
 	if (ip_pos < 0 || sp_pos < 0 || bp_pos < 0 || max < 1)
 		return -1;
-	u64 pc = s->regs[ip_pos], sp = s->regs[sp_pos], bp = s->regs[bp_pos];
+	u64 pc = word(s->regs, (u64)ip_pos), sp = word(s->regs, (u64)sp_pos),
+	    bp = word(s->regs, (u64)bp_pos);
 	u64 sp0 = sp;
 	int n = 0;
 	pcs[n++] = pc;

@@ -75,7 +75,7 @@ static int user_chain(const struct sample *s, u64 *pcs, int max)
 {
 	int n = 0, user = 0;
 	for (u64 i = 0; i < s->nr_callchain && n < max; i++) {
-		u64 ip = s->callchain[i];
+		u64 ip = word(s->callchain, i);
 		if (ip >= PERF_CONTEXT_MAX) {
 			user = ip == (u64)-512;   /* PERF_CONTEXT_USER */
 			continue;

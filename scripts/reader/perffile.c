@@ -359,7 +359,7 @@ int parse_sample(const struct perffile *pf, const u8 *rec, u32 size,
 		pos += 8;
 		if (nr > (end - pos) / 8)
 			return -1;
-		s->callchain = (const u64 *)(rec + pos);
+		s->callchain = rec + pos;
 		s->nr_callchain = nr;
 		pos += 8 * nr;
 	}
@@ -378,7 +378,7 @@ int parse_sample(const struct perffile *pf, const u8 *rec, u32 size,
 		if (s->regs_abi) {
 			u32 n = (u32)__builtin_popcountll(at->regs_mask);
 			NEED(8 * n);
-			s->regs = (const u64 *)(rec + pos);
+			s->regs = rec + pos;
 			pos += 8 * n;
 		}
 	}

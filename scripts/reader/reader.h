@@ -112,15 +112,25 @@ struct sample {
 	u32 pid, tid;
 	u64 time;
 	u64 ip;
-	const u64 *callchain;
+	const u8 *callchain;    /* nr_callchain u64s, read with word() */
 	u64 nr_callchain;
 	const u8 *raw;
 	u32 raw_size;
 	u64 regs_abi;
-	const u64 *regs;        /* in mask order */
+	const u8 *regs;         /* in mask order, read with word() */
 	const u8 *stack;
 	u64 stack_size;         /* bytes copied (dyn_size) */
 };
+
+/* The i-th u64 at p. A record's fields need not be 8-aligned in
+ * memory (a damaged record of odd size shifts every one after it):
+ * read by memcpy, never through a u64 pointer. */
+static inline u64 word(const u8 *p, u64 i)
+{
+	u64 v;
+	__builtin_memcpy(&v, p + 8 * i, 8);
+	return v;
+}
 
 /* buf.c: reference-counted buffers of decompressed records. */
 #define BUF_SIZE (4u << 20)
