@@ -13,7 +13,7 @@ include examples/Makefile.inc
 include tests/Makefile.inc
 include tests/differential/Makefile.inc
 
-.PHONY: all deps demo check unit bench clean install uninstall
+.PHONY: all deps demo check unit bench clean install uninstall fuzz
 
 # The report workers' perf dlfilter (scripts/dlfilter/allocsites_mailbox.c,
 # allocsites_lib/read/mailbox.py): the frees past perf's Python glue. It needs
@@ -56,6 +56,26 @@ $(READER_ASAN): $(READER_SRC) scripts/reader/reader.h
 	@mkdir -p $(@D)
 	$(CC) -O1 -g $(SANITIZE) -std=gnu11 -Wall -Wextra $(READER_SRC) -o $@ \
 		-ldw -lelf -lzstd -liberty
+
+# make fuzz [FUZZ_SECONDS=300]: AFL++ on the reader for that long (not part
+# of check), from the seeds and structured mutants of tests/fuzz/; every
+# crash or hang found is read again by $(READER_ASAN) and each that breaks
+# the contract is kept in tests/fuzz/crashes/, which make check reads
+# (docs/fuzzing.md). The AFL build has ASan and UBSan too, so memory errors
+# that do not crash are found. Its work is under $(BUILD)/fuzz/.
+FUZZ_SECONDS ?= 300
+READER_AFL = $(BUILD)/fuzz/allocsites-read-afl
+$(READER_AFL): $(READER_SRC) scripts/reader/reader.h
+	@mkdir -p $(@D)
+	AFL_USE_ASAN=1 AFL_USE_UBSAN=1 AFL_QUIET=1 afl-clang-fast -O1 -g \
+		-std=gnu11 $(READER_SRC) -o $@ -ldw -lelf -lzstd -liberty
+
+fuzz: deps
+	@sh ci/install-fuzz-deps.sh
+	@$(MAKE) --no-print-directory $(READER_ASAN) $(READER_AFL)
+	$(PYTHON) tests/fuzz/run_afl.py --seconds $(FUZZ_SECONDS) \
+		--out $(BUILD)/fuzz --afl-reader $(READER_AFL) \
+		--asan-reader $(READER_ASAN)
 
 $(BUILD)/allocsites_mailbox.so: scripts/dlfilter/allocsites_mailbox.c
 	@mkdir -p $(@D)

@@ -22,47 +22,10 @@ BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
 FUZZ = os.path.join(ROOT, "tests", "fuzz")
 CRASHES = os.path.join(FUZZ, "crashes")
 READER_ASAN = os.path.join(BUILD, "fuzz", "allocsites-read-asan")
-TIMEOUT = 10
 
 sys.path.insert(0, FUZZ)
+import contract  # noqa: E402
 import mutate  # noqa: E402
-
-# Sanitizer reports exit 86, not the reader's 1; leak checking is off:
-# it costs 0.3 s a run, and what the reader holds at exit is not the
-# contract.
-SAN_ENV = {"ASAN_OPTIONS": "detect_leaks=0:exitcode=86:abort_on_error=0",
-           "UBSAN_OPTIONS": "halt_on_error=1:exitcode=86:print_stacktrace=1"}
-
-
-def read(path):
-    """(returncode or 'hang', stderr) of the sanitized reader on path."""
-    env = dict(os.environ, **SAN_ENV)
-    try:
-        proc = subprocess.run([READER_ASAN, path], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                              env=env, timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return "hang", ""
-    return proc.returncode, proc.stderr.decode("utf-8", "replace")
-
-
-def broken(rc, err, expect=None):
-    """What breaks the contract in one run, or None."""
-    lines = err.splitlines()
-    if rc == "hang":
-        return "no answer in %d s" % TIMEOUT
-    if rc < 0:
-        return "killed by signal %d" % -rc
-    if rc not in (0, 1):
-        return "exit %d: %s" % (rc, " | ".join(lines[:6]))
-    if len(lines) > 2 or any(not l.startswith("allocsites-read: ")
-                             for l in lines):
-        return "stderr: %s" % " | ".join(lines[:6])
-    if rc == 1 and not lines:
-        return "exit 1 and nothing said"
-    if expect == "left_out" and rc == 0 and "left out" not in err:
-        return "exit 0 without saying records were left out"
-    return None
 
 
 def run_all(files):
@@ -71,8 +34,8 @@ def run_all(files):
 
     def one(item):
         name, path, expect = item
-        rc, err = read(path)
-        why = broken(rc, err, expect)
+        rc, err = contract.read(READER_ASAN, path)
+        why = contract.broken(rc, err, expect)
         return "%s: %s" % (name, why) if why else None
     with concurrent.futures.ThreadPoolExecutor(workers) as ex:
         return [r for r in ex.map(one, files) if r]
@@ -104,7 +67,8 @@ class HostileRecordings(unittest.TestCase):
 
     def test_seeds_read_cleanly(self):
         for name, data in mutate.load_seeds().items():
-            rc, err = read(os.path.join(mutate.SEEDS, name + ".data"))
+            rc, err = contract.read(READER_ASAN,
+                                    os.path.join(mutate.SEEDS, name + ".data"))
             self.assertEqual((rc, err), (0, ""), name)
 
     def test_mutants_keep_the_contract(self):
@@ -133,6 +97,7 @@ class HostileRecordings(unittest.TestCase):
 
     def test_the_contract_checker_catches(self):
         # the checker itself, on what a broken reader does
+        broken = contract.broken
         self.assertIsNotNone(broken(-11, ""))
         self.assertIsNotNone(broken("hang", ""))
         self.assertIsNotNone(broken(86, "==1==ERROR: AddressSanitizer"))
