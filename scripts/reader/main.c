@@ -206,7 +206,7 @@ static int deliver(void *vc, const u8 *rec, u32 size, u64 at)
 			damaged(c, at, "a FORK record too short");
 		else if (proc_fork(le32(rec + 8), le32(rec + 12)))
 			damaged(c, at, "a process past the reader's limits "
-				"(out of memory)");
+				"(the mappings of all, or out of memory)");
 		break;
 	}
 	return 0;

@@ -62,6 +62,49 @@ static int trailer_size(u64 st)
 	return n;
 }
 
+/* The first of pf->ids with this id (they are sorted by id, then by
+ * attr), or pf->ids + pf->nids. A file can hold millions of ids: a
+ * linear search for each of them (EVENT_DESC) or each record took
+ * minutes. */
+static const struct idref *first_id(const struct perffile *pf, u64 id)
+{
+	size_t lo = 0, hi = pf->nids;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (pf->ids[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return pf->ids + lo;
+}
+
+static int idref_cmp(const void *a, const void *b)
+{
+	const struct idref *x = a, *y = b;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return (x->attr > y->attr) - (x->attr < y->attr);
+}
+
+/* pf->ids from every attr's ids; -1: out of memory. */
+static int index_ids(struct perffile *pf)
+{
+	size_t n = 0;
+	for (int a = 0; a < pf->nattrs; a++)
+		n += pf->attrs[a].nids;
+	pf->ids = malloc((n ? n : 1) * sizeof(*pf->ids));
+	if (!pf->ids)
+		return -1;
+	for (int a = 0; a < pf->nattrs; a++)
+		for (size_t j = 0; j < pf->attrs[a].nids; j++)
+			pf->ids[pf->nids++] = (struct idref){
+				pf->attrs[a].ids[j], a };
+	if (pf->nids)
+		qsort(pf->ids, pf->nids, sizeof(*pf->ids), idref_cmp);
+	return 0;
+}
+
 static void read_event_desc(struct perffile *pf, const u8 *d, u64 size)
 {
 	if (size < 8)
@@ -83,10 +126,9 @@ static void read_event_desc(struct perffile *pf, const u8 *d, u64 size)
 		pos += slen;
 		for (u32 k = 0; k < nids; k++) {
 			u64 id = le64(d + pos + 8ull * k);
-			for (int a = 0; a < pf->nattrs; a++)
-				for (size_t j = 0; j < pf->attrs[a].nids; j++)
-					if (pf->attrs[a].ids[j] == id)
-						strcpy(pf->attrs[a].name, name);
+			for (const struct idref *r = first_id(pf, id);
+			     r < pf->ids + pf->nids && r->id == id; r++)
+				strcpy(pf->attrs[r->attr].name, name);
 		}
 		pos += 8ull * nids;
 	}
@@ -225,6 +267,8 @@ int perffile_open(struct perffile *pf, const char *path, char *err,
 		}
 	}
 	free(a);
+	if (index_ids(pf))
+		return fail(err, errlen, "%s: out of memory", path);
 	if (read_features(pf, bits, file_size, err, errlen))
 		return -1;
 	for (int i = 0; i < pf->nattrs; i++) {
@@ -240,11 +284,9 @@ int perffile_open(struct perffile *pf, const char *path, char *err,
 
 const struct attr *perffile_attr_by_id(const struct perffile *pf, u64 id)
 {
-	for (int a = 0; a < pf->nattrs; a++)
-		for (size_t j = 0; j < pf->attrs[a].nids; j++)
-			if (pf->attrs[a].ids[j] == id)
-				return &pf->attrs[a];
-	return NULL;
+	const struct idref *r = first_id(pf, id);
+	return r < pf->ids + pf->nids && r->id == id ? &pf->attrs[r->attr] :
+		NULL;
 }
 
 /* perf's evlist__id2evsel: the only attr, or the one whose id the record

@@ -20,6 +20,10 @@ struct proc {
 /* A process's mappings kept at most: a real one has hundreds, a hostile
  * recording can name millions (each costs memory and a libdw module). */
 #define MAX_MAPS 65536
+/* And all processes' together (each FORK copies its parent's: 20,000
+ * FORK records after 8,000 mappings asked for 5 GB): 128 MiB of maps. */
+#define MAX_ALL_MAPS ((size_t)1 << 22)
+static size_t all_maps;         /* the capacity of every process's maps */
 static struct proc *buckets[NBUCKETS];
 
 struct path { struct path *next; char s[]; };
@@ -75,9 +79,12 @@ static int insert_at(struct proc *p, size_t i, struct map m)
 {
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? p->cap * 2 : 32;
+		if (all_maps + (cap - p->cap) > MAX_ALL_MAPS)
+			return -1;
 		struct map *maps = realloc(p->maps, cap * sizeof(*maps));
 		if (!maps)
 			return -1;
+		all_maps += cap - p->cap;
 		p->maps = maps;
 		p->cap = cap;
 	}

@@ -98,6 +98,9 @@ struct perffile {
 	u64 data_offset, data_size;
 	struct attr *attrs;
 	int nattrs;
+	struct idref { u64 id; int attr; } *ids;   /* every attr's ids, by
+						    * id then attr: searched */
+	size_t nids;
 	struct tpformat *formats;
 	int compressed;         /* FEAT_COMPRESSED said zstd */
 	u64 tail_cut;           /* bytes of a last record cut short */

@@ -35,7 +35,7 @@ SEEDS = os.path.join(HERE, "seeds")
 REC_MMAP, REC_COMM, REC_EXIT, REC_FORK = 1, 3, 4, 7
 REC_SAMPLE, REC_MMAP2 = 9, 10
 REC_FINISHED_ROUND, REC_COMPRESSED = 68, 81
-FEAT_TRACING_DATA, FEAT_COMPRESSED = 1, 27
+FEAT_TRACING_DATA, FEAT_EVENT_DESC, FEAT_COMPRESSED = 1, 12, 27
 ST_IP, ST_TID, ST_TIME, ST_ADDR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 ST_ID, ST_CPU, ST_PERIOD, ST_STREAM_ID = 1 << 6, 1 << 7, 1 << 8, 1 << 9
 ST_CALLCHAIN, ST_RAW = 1 << 5, 1 << 10
@@ -606,6 +606,52 @@ def m_many_mmaps(pd, ctx, count=8000):
     return [("mmap_many_%d" % count, q.build(), None)]
 
 
+def m_ids_many(pd, ctx, count=100000):
+    """count ids in an attribute and as many others in EVENT_DESC, none
+    matching: each desc id was searched for in every attribute's ids
+    (10^10 comparisons), and each sample's too."""
+    q = pd.copy()
+    ed = q.features.get(FEAT_EVENT_DESC)
+    if ed is None or len(q.attrs) < 2:
+        return []
+    q.attrs[1].ids += b"".join(struct.pack("<Q", (1 << 40) + k)
+                               for k in range(count))
+    sz = u32(ed, 4)
+    body = bytes(q.attrs[0].body)[:sz].ljust(sz, b"\0")
+    name = b"sdt_rt:many\0".ljust(16, b"\0")
+    q.features[FEAT_EVENT_DESC] = (
+        struct.pack("<II", 1, sz) + body +
+        struct.pack("<II", count, len(name)) + name +
+        b"".join(struct.pack("<Q", (1 << 41) + k) for k in range(count)))
+    return [("attr_ids_many_%d" % count, q.build(), None)]
+
+
+def m_fork_bomb(pd, ctx, nmaps=8000, nforks=20000):
+    """nmaps exec mappings of one process, then nforks FORK records of
+    it: each child had a copy of its parent's maps (5 GB)."""
+    idx = _exec_mmaps(pd)
+    if not idx:
+        return []
+    q = pd.copy()
+    base = q.records[idx[0]]
+    pid, start = u32(base, 8), u64(base, 16)
+    extra = []
+    for k in range(nmaps):
+        r = bytearray(base)
+        struct.pack_into("<Q", r, 16, start + (k + 64) * (1 << 24))
+        extra.append(r)
+    t = pd.trailer_size(base)
+    for k in range(nforks):
+        # pid, ppid, tid, ptid, time, then the mapping's trailer (its
+        # time: the forks are ordered after the mappings)
+        extra.append(set_size(bytearray(
+            struct.pack("<IHHIIIIQ", REC_FORK, 0, 0, 200000 + k, pid,
+                        200000 + k, pid, 0) + base[len(base) - t:])))
+    first = min(q.stack_samples() or [len(q.records)])
+    q.records[first:first] = extra
+    return [("fork_bomb_%d_%d" % (nmaps, nforks), q.build(), None)]
+
+
 def m_short_records(pd, ctx):
     out = []
     for typ, name in ((REC_FORK, "fork"), (REC_COMM, "comm"),
@@ -702,8 +748,8 @@ def flips(raw, pd, rng, count):
 
 
 STRUCTURED = (m_attr_ids, m_attr_table, m_tracefmt, m_raw_data, m_stack,
-              m_regs, m_mmap_paths, m_many_mmaps, m_short_records,
-              m_no_rounds)
+              m_regs, m_mmap_paths, m_many_mmaps, m_ids_many, m_fork_bomb,
+              m_short_records, m_no_rounds)
 
 
 def mutants(seeds, fifo=None, rng_seed=31, nflips=12, compress=("basic",)):
@@ -724,7 +770,7 @@ def mutants(seeds, fifo=None, rng_seed=31, nflips=12, compress=("basic",)):
                     res.append(("%s-%s" % (sname, name), b, expect))
                     # the same records, compressed: not the file-level
                     # mutants (their bytes are the header's)
-                    if fn in (m_attr_ids, m_attr_table) or \
+                    if fn in (m_attr_ids, m_attr_table, m_ids_many) or \
                             sname not in compress:
                         continue
                     try:
