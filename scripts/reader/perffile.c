@@ -159,8 +159,20 @@ static int read_features(struct perffile *pf, u64 bits[4], u64 file_size,
 			return fail(err, errlen, "%s: cannot read its feature "
 				    "sections", pf->path);
 		}
-		if (feat == FEAT_TRACING_DATA)
-			pf->formats = tracefmt_parse(d, size);
+		if (feat == FEAT_TRACING_DATA) {
+			u64 *ids = malloc(((size_t)pf->nattrs + 1) * 8);
+			size_t n = 0;
+			for (int a = 0; ids && a < pf->nattrs; a++)
+				if (pf->attrs[a].type == PERF_TYPE_TRACEPOINT)
+					ids[n++] = pf->attrs[a].config;
+			if (!ids) {
+				free(d);
+				return fail(err, errlen, "%s: out of memory",
+					    pf->path);
+			}
+			pf->formats = tracefmt_parse(d, size, ids, n);
+			free(ids);
+		}
 		else if (feat == FEAT_EVENT_DESC)
 			read_event_desc(pf, d, size);
 		else if (size >= 8) {

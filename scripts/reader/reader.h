@@ -163,8 +163,10 @@ int record_time(const struct perffile *pf, const u8 *rec, u32 size,
 int parse_sample(const struct perffile *pf, const u8 *rec, u32 size,
 		 struct sample *s);
 
-/* tracefmt.c */
-struct tpformat *tracefmt_parse(const u8 *data, size_t size);
+/* tracefmt.c: the formats of the tracepoints whose ids (the tracepoint
+ * attrs' configs) are given; the others are not kept. */
+struct tpformat *tracefmt_parse(const u8 *data, size_t size, const u64 *ids,
+				size_t nids);
 
 /* order.c: perf's ordered events. */
 struct order;

@@ -122,7 +122,18 @@ static struct tpformat *parse_format(const char *text, size_t n)
 	return t;
 }
 
-struct tpformat *tracefmt_parse(const u8 *data, size_t size)
+/* Only the formats of events in the file are kept: the section can hold
+ * a million tiny ones, 13 bytes of file each and 1 KB of memory. */
+static int wanted(u64 id, const u64 *ids, size_t nids)
+{
+	for (size_t i = 0; i < nids; i++)
+		if (ids[i] == id)
+			return 1;
+	return 0;
+}
+
+struct tpformat *tracefmt_parse(const u8 *data, size_t size, const u64 *ids,
+				size_t nids)
 {
 	struct cursor c = { data, data + size, 0 };
 	struct tpformat *list = NULL;
@@ -151,7 +162,9 @@ struct tpformat *tracefmt_parse(const u8 *data, size_t size)
 			if (!text)
 				break;
 			struct tpformat *t = parse_format(text, (size_t)n);
-			if (t) {
+			if (t && !wanted(t->id, ids, nids)) {
+				free(t);
+			} else if (t) {
 				t->next = list;
 				list = t;
 			}

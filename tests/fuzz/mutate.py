@@ -423,6 +423,38 @@ def m_tracefmt(pd, ctx):
     return out
 
 
+def _systems_at(td):
+    """Where the tracing data's count of event systems lies (perf's
+    trace-event-info.c: magic, version, endianness, long size, page size,
+    header_page, header_event, ftrace formats, then the systems)."""
+    pos = td.index(b"\0", 10) + 1 + 2 + 4
+    for _ in range(2):
+        pos = td.index(b"\0", pos) + 1
+        pos += 8 + u64(td, pos)
+    nftrace = u32(td, pos)
+    pos += 4
+    for _ in range(nftrace):
+        pos += 8 + u64(td, pos)
+    return pos
+
+
+def m_formats_many(pd, ctx, count=100000):
+    """count tiny event formats ('ID: n', 13 bytes each) in a system of
+    their own: each was kept, about 1 KB of memory for 13 bytes of
+    file."""
+    q = pd.copy()
+    td = q.features.get(FEAT_TRACING_DATA)
+    if td is None:
+        return []
+    at = _systems_at(td)
+    fmts = b"".join(struct.pack("<Q", len(t)) + t for t in
+                    (b"ID: %d" % (10 ** 6 + k) for k in range(count)))
+    q.features[FEAT_TRACING_DATA] = (
+        td[:at] + struct.pack("<I", u32(td, at) + 1) + b"fuzz\0" +
+        struct.pack("<I", count) + fmts + td[at + 4:])
+    return [("tracefmt_many_%d" % count, q.build(), None)]
+
+
 def m_raw_data(pd, ctx):
     """Samples whose raw data is shorter than their format's fields: the
     fields past it must not read as 0."""
@@ -749,6 +781,7 @@ def flips(raw, pd, rng, count):
 
 STRUCTURED = (m_attr_ids, m_attr_table, m_tracefmt, m_raw_data, m_stack,
               m_regs, m_mmap_paths, m_many_mmaps, m_ids_many, m_fork_bomb,
+              m_formats_many,
               m_short_records, m_no_rounds)
 
 
@@ -770,7 +803,8 @@ def mutants(seeds, fifo=None, rng_seed=31, nflips=12, compress=("basic",)):
                     res.append(("%s-%s" % (sname, name), b, expect))
                     # the same records, compressed: not the file-level
                     # mutants (their bytes are the header's)
-                    if fn in (m_attr_ids, m_attr_table, m_ids_many) or \
+                    if fn in (m_attr_ids, m_attr_table, m_ids_many,
+                              m_formats_many) or \
                             sname not in compress:
                         continue
                     try:
