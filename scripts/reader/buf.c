@@ -14,6 +14,7 @@ struct buf {
 };
 
 static struct buf *free_bufs;
+static size_t live;
 
 u8 *buf_data(struct buf *b)
 {
@@ -29,6 +30,7 @@ struct buf *buf_get(void)
 		return NULL;
 	b->refs = 1;
 	b->next = NULL;
+	live++;
 	return b;
 }
 
@@ -42,5 +44,11 @@ void buf_release(struct buf *b)
 	if (b && --b->refs == 0) {
 		b->next = free_bufs;
 		free_bufs = b;
+		live--;
 	}
+}
+
+size_t buf_live(void)
+{
+	return live;
 }

@@ -29,6 +29,11 @@ struct entry {
 
 #define CHUNK_SIZE (8u << 20)
 #define QUEUE_MAX ((size_t)1 << 30)
+/* A record queued in place keeps its whole 4 MiB buffer: one sample in
+ * each of thousands of buffers (zstd makes megabytes of filler from a
+ * few bytes) kept gigabytes for a queue of kilobytes. Past this many
+ * buffers held, records are copied instead (counted in QUEUE_MAX). */
+#define MAX_HELD_BUFS 64
 struct chunk {
 	struct chunk *next;     /* on the free list */
 	size_t used, live;
@@ -107,6 +112,8 @@ int order_queue(struct order *o, u64 time, const u8 *rec, u32 size,
 	}
 	if (size > CHUNK_SIZE / 2)
 		return -1;
+	if (b && buf_live() > MAX_HELD_BUFS)
+		b = NULL;
 	struct entry *e = alloc_entry(o, b ? 0 : size);
 	if (!e)
 		return -1;

@@ -142,6 +142,7 @@ struct buf *buf_get(void);
 u8 *buf_data(struct buf *b);
 void buf_retain(struct buf *b);
 void buf_release(struct buf *b);
+size_t buf_live(void);          /* buffers out of the free list */
 
 /* perffile.c */
 int perffile_open(struct perffile *pf, const char *path, char *err,

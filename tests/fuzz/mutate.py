@@ -250,6 +250,18 @@ def zstd_stored(data):
 COMPRESSED_FEATURE = struct.pack("<IIIII", 0, 1, 3, 1, 1 << 19)
 
 
+def zstd_rle(byte, n):
+    """A zstd frame of n copies of byte in RLE blocks: 4 bytes of file
+    per 128 KiB (RFC 8878, 3.1.1.2.2)."""
+    out = bytearray(b"\x28\xb5\x2f\xfd\x00\x30")
+    while n:
+        k = min(n, 1 << 16)   # no block past the 64 KiB window
+        n -= k
+        out += struct.pack("<I", k << 3 | 1 << 1 | (n == 0))[:3] + \
+            bytes([byte])
+    return bytes(out)
+
+
 def compressed(pd, limit=60000):
     """pd as perf -z writes it: runs of kernel records (type < 64) in
     PERF_RECORD_COMPRESSED records, perf's own records between them."""
@@ -684,6 +696,39 @@ def m_fork_bomb(pd, ctx, nmaps=8000, nforks=20000):
     return [("fork_bomb_%d_%d" % (nmaps, nforks), q.build(), None)]
 
 
+def m_zstd_bomb(pd, ctx, units=1500):
+    """A perf -z file with no FINISHED_ROUND in which every ~2 MB of
+    decompressed records holds one sample and otherwise records of a
+    type the reader skips, RLE-compressed: 2 KB of file for 2 MB. Each
+    queued sample kept its 4 MiB decompression buffer until the end:
+    3 GB of memory for a 3 MB file."""
+    samples = pd.stack_samples()
+    if not samples:
+        return []
+    sample = bytes(pd.records[samples[0]])
+    filler = 1000 * 0x0808    # records of type 0x08080808, size 0x0808
+    q = pd.copy()
+    first = min(i for i, r in enumerate(q.records) if rec_type(r) < 64)
+    head = [r for r in q.records[first:samples[0]]
+            if rec_type(r) != REC_FINISHED_ROUND]
+    # perf's own records, the mappings before the first sample, then
+    # the units
+    recs = list(q.records[:first]) + compressed(_only(q, head)).records
+    for _ in range(units):
+        frame = zstd_stored(sample) + zstd_rle(0x08, filler)
+        recs.append(set_size(bytearray(
+            struct.pack("<IHH", REC_COMPRESSED, 0, 0)) + frame))
+    q.records = recs
+    q.features[FEAT_COMPRESSED] = COMPRESSED_FEATURE
+    return [("zstd_bomb_%d" % units, q.build(), None)]
+
+
+def _only(pd, records):
+    q = pd.copy()
+    q.records = [bytearray(r) for r in records]
+    return q
+
+
 def m_short_records(pd, ctx):
     out = []
     for typ, name in ((REC_FORK, "fork"), (REC_COMM, "comm"),
@@ -781,7 +826,7 @@ def flips(raw, pd, rng, count):
 
 STRUCTURED = (m_attr_ids, m_attr_table, m_tracefmt, m_raw_data, m_stack,
               m_regs, m_mmap_paths, m_many_mmaps, m_ids_many, m_fork_bomb,
-              m_formats_many,
+              m_formats_many, m_zstd_bomb,
               m_short_records, m_no_rounds)
 
 
@@ -804,7 +849,7 @@ def mutants(seeds, fifo=None, rng_seed=31, nflips=12, compress=("basic",)):
                     # the same records, compressed: not the file-level
                     # mutants (their bytes are the header's)
                     if fn in (m_attr_ids, m_attr_table, m_ids_many,
-                              m_formats_many) or \
+                              m_formats_many, m_zstd_bomb) or \
                             sname not in compress:
                         continue
                     try:

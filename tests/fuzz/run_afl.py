@@ -152,8 +152,8 @@ def main():
                 continue
             found += 1
             path = os.path.join(d, name)
-            rc, err = contract.read(args.asan_reader, path)
-            why = contract.broken(rc, err)
+            rc, err, rss = contract.read(args.asan_reader, path)
+            why = contract.broken(rc, err, rss=rss)
             if why is None:
                 print("  %s/%s: not reproduced under ASan (rc %s)"
                       % (kind, name, rc))

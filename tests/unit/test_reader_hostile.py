@@ -5,6 +5,7 @@ mutant of tests/fuzz/mutate.py, made again from the committed seeds
 and UndefinedBehaviorSanitizer (make all builds it: build/fuzz/).
 
 The contract: exit 0 or 1, never a signal, never a hang (10 s each),
+at most 1 GB of memory (contract.py),
 never a sanitizer's report; at most two lines on stderr, each
 'allocsites-read: ...'; and where a sample's fields lie past its data,
 stderr says records were left out (never exit 0 with a field read as
@@ -34,8 +35,8 @@ def run_all(files):
 
     def one(item):
         name, path, expect = item
-        rc, err = contract.read(READER_ASAN, path)
-        why = contract.broken(rc, err, expect)
+        rc, err, rss = contract.read(READER_ASAN, path)
+        why = contract.broken(rc, err, expect, rss=rss)
         return "%s: %s" % (name, why) if why else None
     with concurrent.futures.ThreadPoolExecutor(workers) as ex:
         return [r for r in ex.map(one, files) if r]
@@ -67,8 +68,8 @@ class HostileRecordings(unittest.TestCase):
 
     def test_seeds_read_cleanly(self):
         for name, data in mutate.load_seeds().items():
-            rc, err = contract.read(READER_ASAN,
-                                    os.path.join(mutate.SEEDS, name + ".data"))
+            rc, err, _ = contract.read(
+                READER_ASAN, os.path.join(mutate.SEEDS, name + ".data"))
             self.assertEqual((rc, err), (0, ""), name)
 
     def test_mutants_keep_the_contract(self):
@@ -83,7 +84,10 @@ class HostileRecordings(unittest.TestCase):
         for n in ("basic-mmap_fifo", "basic-mmap_many_8000",
                   "basic-z-stack_size_max", "basic-tracefmt_offset_minus1",
                   "basic-raw_empty", "basic-attr_table_size0",
-                  "basic-no_finished_round", "basic-short_fork_12"):
+                  "basic-no_finished_round", "basic-short_fork_12",
+                  "basic-zstd_bomb_1500", "basic-fork_bomb_8000_20000",
+                  "basic-attr_ids_many_100000",
+                  "basic-tracefmt_many_100000"):
             self.assertIn(n, names)
         files = [(n, self.write(n, b), e) for n, b, e in ms]
         self.assertEqual(run_all(files), [])
@@ -103,6 +107,7 @@ class HostileRecordings(unittest.TestCase):
         self.assertIsNotNone(broken(86, "==1==ERROR: AddressSanitizer"))
         self.assertIsNotNone(broken(0, "x.c:1:2: runtime error: load"))
         self.assertIsNotNone(broken(0, "", "left_out"))
+        self.assertIsNotNone(broken(0, "", rss=3000))
         self.assertIsNone(broken(0, "allocsites-read: f: 3 damaged records "
                                  "left out (the first at offset 8: x)",
                                  "left_out"))
