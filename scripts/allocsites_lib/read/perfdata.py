@@ -85,11 +85,13 @@ OUT_SIZE = 1 << 20
 class PerfDataError(Exception):
     """The file cannot be scanned. corrupt: True when the file is damaged
     (perf will not read it whole either), False when this reader only
-    lacks support for it."""
+    lacks support for it. in_data: the damage lies among the records
+    (perf script reads those before it), not in the header."""
 
-    def __init__(self, message, corrupt=False):
+    def __init__(self, message, corrupt=False, in_data=False):
         Exception.__init__(self, message)
         self.corrupt = corrupt
+        self.in_data = in_data
 
 
 class Attr:
@@ -506,7 +508,8 @@ class _Records:
             type_, _misc, size = unpack(buf, pos)
             if size < 8:
                 raise PerfDataError("record of size %d at offset %d"
-                                    % (size, pos), corrupt=True)
+                                    % (size, pos), corrupt=True,
+                                    in_data=True)
             if pos + size > end:
                 break
             if type_ == PERF_RECORD_SAMPLE:
@@ -598,7 +601,7 @@ class _Decompressor:
             if lib.ZSTD_isError(ret):
                 raise PerfDataError(
                     "zstd: %s" % lib.ZSTD_getErrorName(ret).decode(),
-                    corrupt=True)
+                    corrupt=True, in_data=True)
             filled = dst.pos
             self.total += filled - self.have
             done = self.records.walk(self.view, 0, filled)
@@ -655,7 +658,8 @@ def scan(path, keep_times=True):
     try:
         return _scan(mm, size, keep_times)
     except struct.error as e:
-        raise PerfDataError("unreadable record: %s" % e, corrupt=True)
+        raise PerfDataError("unreadable record: %s" % e, corrupt=True,
+                            in_data=True)
     finally:
         mm.close()
 
@@ -693,7 +697,7 @@ def _scan(mm, size, keep_times=True):
                             decompressor.feed if decompressor else None)
         if stop != end:
             raise PerfDataError("the last record runs past the data section",
-                                corrupt=True)
+                                corrupt=True, in_data=True)
         if decompressor is not None:
             # Not an error here: the end of the recording is missing, and
             # the end-to-end count says whether any of it was the

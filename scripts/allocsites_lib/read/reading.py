@@ -46,12 +46,14 @@ def read_recording(data, report_args, new_tally, perf, entry_script,
     cpus = worker_sizing.cpu_count()
     before = worker_sizing.cpu_use()
     reader = choose_reader(entry_script)
-    scan = scan_recording(data, reader, read_errors, err)
-    if scan is None and read_errors:
-        # damaged where records are framed (a size under 8, a compressed
-        # record that does not decompress, a header outside the file):
-        # perf script does no better, and its errors would bury this one
-        err.write("allocsites: error: %s\n" % read_errors[0])
+    header_damage = []
+    scan = scan_recording(data, reader, read_errors, err, header_damage)
+    if header_damage:
+        # damaged in its header (attributes or sections outside the
+        # file): perf script reads nothing either, and its errors would
+        # bury this one. Damage among the records goes on to perf script,
+        # which reports the records before it (incomplete, exit 3).
+        err.write("allocsites: error: %s\n" % header_damage[0])
         return None
     if scan is None:   # perf script reads what the scan cannot
         reader = None
@@ -92,16 +94,19 @@ def choose_reader(entry_script):
         if os.environ.get("ALLOCSITES_READER", "native") != "perf" else None
 
 
-def scan_recording(data, reader, read_errors, err):
+def scan_recording(data, reader, read_errors, err, header_damage=None):
     """The recording's scan (scancache.py), or None when it cannot be
-    scanned: a corrupt file's error joins read_errors, a scanner bug is
-    a warning."""
+    scanned: a corrupt file's error joins read_errors (and
+    header_damage, when given, if the damage is in the header), a
+    scanner bug is a warning."""
     try:
         # the native path needs no sample times (they grow with the file)
         return scancache.scan(data, keep_times=reader is None)
     except perfdata.PerfDataError as e:
         if e.corrupt:
             read_errors.append("%s: %s" % (data, e))
+            if header_damage is not None and not e.in_data:
+                header_damage.append(read_errors[-1])
     except Exception as e:  # noqa: BLE001 - a scanner bug must not cost the report
         err.write("allocsites: warning: could not scan %s (%s: %s); reading "
                   "it with one perf script worker\n"
