@@ -49,6 +49,14 @@ struct cfi_cache *cfi_cache_new(void)
 	return c;
 }
 
+void cfi_cache_free(struct cfi_cache *c)
+{
+	if (c) {
+		free(c->t);
+		free(c);
+	}
+}
+
 /* Every rule forgotten: the modules they came from changed. */
 void cfi_cache_clear(struct cfi_cache *c)
 {

@@ -201,6 +201,21 @@ static int deliver(void *vc, const u8 *rec, u32 size, u64 at)
 			 le32(rec + 8) == le32(rec + 12))
 			proc_exec(le32(rec + 8));
 		break;
+	case REC_EXIT:
+		/* the process's last thread, as perf says it: its unwinding
+		 * state goes (a build running a probed compiler 1000 times
+		 * would keep 1000 sets of modules and their files open); a
+		 * thread of it still running gets it again at its next
+		 * sample */
+		/* pid, ppid, tid, ptid */
+		if (size < 24)
+			damaged(c, at, "an EXIT record too short");
+		else if (le32(rec + 8) == le32(rec + 16)) {
+			struct proc *p = proc_find(le32(rec + 8));
+			if (p)
+				unwind_forget(p);
+		}
+		break;
 	case REC_FORK:
 		if (size < 16)
 			damaged(c, at, "a FORK record too short");

@@ -204,11 +204,15 @@ const struct map *proc_maps(const struct proc *p, size_t *n);
  * back into the call instruction (as perf does). Returns the count. */
 int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs,
 		  int max);
+/* The process exited: its libdw state (modules, their files and parsed
+ * CFI) is freed; a later sample of the pid makes it again. */
+void unwind_forget(struct proc *p);
 /* cfi_cache.c: the common x86-64 frames from cached CFI rules; -1 when
  * a frame needs libdw's full unwinder (then unwind the sample there). */
 struct cfi_cache;
 struct cfi_cache *cfi_cache_new(void);          /* NULL: no memory */
 void cfi_cache_clear(struct cfi_cache *c);      /* the modules changed */
+void cfi_cache_free(struct cfi_cache *c);
 struct Dwfl;
 int cfi_unwind(struct cfi_cache *c, struct Dwfl *dwfl,
 	       const struct sample *s, int ip_pos, int sp_pos, int bp_pos,

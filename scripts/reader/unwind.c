@@ -351,6 +351,19 @@ static struct unw *unw_of(struct proc *p)
 	return u;
 }
 
+void unwind_forget(struct proc *p)
+{
+	void **slot = proc_unwind_slot(p);
+	struct unw *u = *slot;
+	if (!u)
+		return;
+	dwfl_end(u->dwfl);
+	cfi_cache_free(u->cfi);
+	free(u->mods);
+	free(u);
+	*slot = NULL;
+}
+
 static int frame_cb(Dwfl_Frame *state, void *arg)
 {
 	struct unw *u = arg;
