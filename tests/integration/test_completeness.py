@@ -5,6 +5,7 @@ import json
 import os
 import re
 import signal
+import struct
 import sys
 import time
 
@@ -205,6 +206,42 @@ class DamagedRecordings(ProfileTest):
         with open(svg) as f:
             self.assertIn("this profile is incomplete: perf could not read",
                           f.read())
+
+    def test_a_broken_record_frame_reports_what_came_before(self):
+        """A record of size 3 among the records (nothing after it can be
+        framed): the native reader reads every record before it, the
+        report is incomplete and names the offset. perf script, which the
+        report used to fall back to, read none of them here."""
+        sys.path.insert(0, os.path.join(ROOT, "tests", "fuzz"))
+        import mutate
+        data = self.record_basic()
+        with open(data, "rb") as f:
+            pd = mutate.PerfData(f.read())
+        at = len(pd.records) // 2
+        prefix = pd.copy()
+        prefix.records = prefix.records[:at]
+        pd.records.insert(at, bytearray(struct.pack("<IHH", 9, 0, 3)))
+        broken, before = (os.path.join(self.tmp, n)
+                          for n in ("broken.data", "before.data"))
+        for path, q in ((broken, pd), (before, prefix)):
+            with open(path, "wb") as f:
+                f.write(q.build())
+        outs = []
+        for path in (broken, before):
+            out = path + ".json"
+            rep = allocsites(["report", "-i", path, "--json", out])
+            with open(out) as f:
+                outs.append((rep, json.load(f)))
+        (rep, report), (_, truth) = outs
+        self.assertEqual(rep.returncode, INCOMPLETE, rep.stderr)
+        self.assertNotIn("Traceback", rep.stderr)
+        self.assertIs(report["complete"], False)
+        self.assertRegex(report["complete_reason"], r"record of size 3 at "
+                         r"offset \d+")
+        # what came before the damage, all of it: the same recording cut
+        # there (a valid file) gives the same allocations
+        self.assertGreater(truth["totals"]["count"], 0)
+        self.assertEqual(report["totals"], truth["totals"])
 
     def test_truncated_file_is_one_line_and_non_zero(self):
         data = self.record_basic()

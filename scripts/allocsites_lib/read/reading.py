@@ -51,12 +51,13 @@ def read_recording(data, report_args, new_tally, perf, entry_script,
     if header_damage:
         # damaged in its header (attributes or sections outside the
         # file): perf script reads nothing either, and its errors would
-        # bury this one. Damage among the records goes on to perf script,
-        # which reports the records before it (incomplete, exit 3).
+        # bury this one. Damage among the records: the native reader
+        # reads every record before it (perf script, often none), and
+        # the report is incomplete (exit 3).
         err.write("allocsites: error: %s\n" % header_damage[0])
         return None
-    if scan is None:   # perf script reads what the scan cannot
-        reader = None
+    if scan is None and not (reader is not None and read_errors):
+        reader = None   # perf script reads what the scan cannot
     if reader is None and not perf_script_unwinds(data, probed, scan, err):
         return None
     if scan is not None and not fits(data, scan, reader, err):
@@ -151,7 +152,8 @@ def run_reader(reader, data, report_args, new_tally, perf, entry_script,
     """Runs the native reader, or the perf script workers on ranges;
     their result (workers.run's or native.run's)."""
     if reader is not None:
-        return native.run(reader, data, new_tally(), scan.samples, err)
+        return native.run(reader, data, new_tally(),
+                          scan.samples if scan is not None else 0, err)
     return workers.run(
         perf, data, entry_script, report_args, ranges, times, new_tally,
         pids=scan.pids if scan is not None and scan.pids else None,
