@@ -62,6 +62,21 @@ struct elfinfo {
 };
 static struct elfinfo *elfinfos[1024];
 
+/* A mapped path opened for reading, or -1: only a regular file, and
+ * without blocking (the recording can name a FIFO, /dev/zero...). */
+static int open_regular(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static const struct elfinfo *elfinfo(const char *path)
 {
 	unsigned b = (unsigned)(((uintptr_t)path >> 4) % 1024);
@@ -75,16 +90,9 @@ static const struct elfinfo *elfinfo(const char *path)
 	e->path = path;
 	e->next = elfinfos[b];
 	elfinfos[b] = e;
-	/* a mapping's path is whatever the recording says: never block on
-	 * it (a FIFO), read only regular files */
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	int fd = open_regular(path);
 	if (fd < 0)
 		return e;
-	struct stat st;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return e;
-	}
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	GElf_Ehdr eh;
 	size_t phnum;
@@ -252,20 +260,14 @@ static size_t wanted_modules(struct unw *u, struct mod *out)
 	return j;
 }
 
-/* Reports a new module to libdw from a descriptor opened here: only a
- * regular file, opened without blocking (a mapping can name a FIFO),
- * which libdw keeps on success. Its address range is kept in m, for
+/* Reports a new module to libdw from a descriptor opened here
+ * (open_regular), which libdw keeps on success. Its address range is kept in m, for
  * reporting it again. */
 static int report_new(Dwfl *dwfl, struct mod *m)
 {
-	int fd = open(m->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	int fd = open_regular(m->path);
 	if (fd < 0)
 		return -1;
-	struct stat st;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -1;
-	}
 	Dwfl_Module *mod = dwfl_report_elf(dwfl, m->path, m->path, fd,
 					   m->bias, true);
 	if (!mod) {
