@@ -1,25 +1,25 @@
 /* emit.c - the stream allocsites-read writes for native.py.
  *
  * Blocks, each: u32 type, u32 length, then length bytes (little endian):
- *   EVENT_DEF  u32 id, name NUL, then per field: name NUL, u8 signed
  *   STRING     u32 id, the bytes (no NUL)
  *   FRAME      u32 id, u32 dso string, u32 symbol string (0: none),
  *              u32 has_addr, u64 addr, u64 off, u64 ip
  *   STACK      u32 id, u32 n, u32 frame ids, leaf first
- *   EVENTS     records of EVENT_SIZE bytes: u32 def, u32 stack (0:
- *              none), u32 pid, u32 tid, u64 time, u64 field[MAX_FIELDS]
+ *   PROGRESS   u64 events read so far (now and then, for the progress
+ *              line)
+ *   TALLY      text: the tally (tally.c documents its lines)
  *   NOTE       text: "key value" lines (counts, warnings) at the end
- * Every id a record names was defined by an earlier block. Strings,
- * frames and stacks are defined once each: the stream's definitions
- * grow with distinct stacks, not with events. */
+ * Every id a block names was defined by an earlier block. Strings,
+ * frames and stacks are defined once each: the stream grows with the
+ * distinct stacks, not with the events (tally.c keeps those, and the
+ * event log goes to a file of its own). */
 #include "reader.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-enum { B_EVENT_DEF = 1, B_STRING, B_FRAME, B_STACK, B_EVENTS, B_NOTE };
-#define EVENT_SIZE (24 + 8 * MAX_FIELDS)
-#define EVENTS_PER_BLOCK 1024
+/* 1 and 5 were the events' definitions and records, before tally.c */
+enum { B_STRING = 2, B_FRAME, B_STACK, B_NOTE = 6, B_PROGRESS, B_TALLY };
 
 struct strent { struct strent *next; u32 id; const char *key; };
 struct frament {
@@ -28,26 +28,46 @@ struct frament {
 	u64 pc_in_file;         /* pc - start + pgoff, or the pc */
 	u64 pc;
 	u32 id;
+	u32 raw;                /* its raw frame (rawframe) */
 };
 struct stackent {
 	struct stackent *next;
 	const struct proc *proc;
 	unsigned generation;
 	u32 id, n;
+	u32 raw;                /* its raw stack (rawstack) */
 	u64 hash;
 	u64 pcs[];
+};
+/* A raw frame: what the report's RawFrame holds (parse.py): the DSO,
+ * and perf's (addr, symbol, offset), or the pc where there is no
+ * symbol. Frames of one file at other load addresses (two processes)
+ * are one raw frame, as they are one RawFrame. */
+struct rawframe {
+	struct rawframe *next;
+	u32 dso, sym, has_addr, id;
+	u64 addr, off, ip;
+};
+/* A raw stack: its raw frames, leaf first, without the pcs at or past
+ * 2^63 (perf's end-of-unwind markers, which parse.raw_frames drops):
+ * the tally's key is (raw stack, tag), the report's (frames, tag). */
+struct rawstack {
+	struct rawstack *next;
+	u64 hash;
+	u32 id, n;
+	u32 frames[];
 };
 
 #define HB 65536
 struct emitter {
 	FILE *out;
-	u8 ev[EVENT_SIZE * EVENTS_PER_BLOCK];
-	int nev;
 	struct strent *strs[HB];
 	struct frament *frames[HB];
 	struct stackent **stacks;
 	size_t stack_buckets;
-	u32 nstrings, nframes, nstacks;
+	struct rawframe *rawframes[HB];
+	struct rawstack *rawstacks[HB];
+	u32 nstrings, nframes, nstacks, nrawframes, nrawstacks;
 	int error;
 };
 
@@ -74,13 +94,6 @@ static void block(struct emitter *e, u32 type, const void *a, u32 alen,
 		e->error = 1;
 }
 
-static void flush_events(struct emitter *e)
-{
-	if (e->nev)
-		block(e, B_EVENTS, e->ev, (u32)(e->nev * EVENT_SIZE), NULL, 0);
-	e->nev = 0;
-}
-
 struct emitter *emit_new(FILE *out)
 {
 	struct emitter *e = calloc(1, sizeof(*e));
@@ -96,25 +109,15 @@ struct emitter *emit_new(FILE *out)
 	return e;
 }
 
-void emit_event_def(struct emitter *e, int id, const char *name,
-		    const struct tpformat *fmt)
+/* A stack's pcs, a word at a time: every sample hashes its stack (up to
+ * thousands of frames), so not FNV's byte at a time. */
+static u64 hash_words(const u64 *w, size_t n, u64 h)
 {
-	char buf[4096];
-	size_t n = 0;
-	u32 uid = (u32)id;
-	memcpy(buf, &uid, 4);
-	n = 4;
-	size_t l = strlen(name) + 1;
-	memcpy(buf + n, name, l);
-	n += l;
-	for (int i = 0; fmt && i < fmt->nfields; i++) {
-		l = strlen(fmt->fields[i].name) + 1;
-		memcpy(buf + n, fmt->fields[i].name, l);
-		n += l;
-		buf[n++] = (char)fmt->fields[i].is_signed;
+	for (size_t i = 0; i < n; i++) {
+		h = (h ^ w[i]) * 0x9e3779b97f4a7c15ull;
+		h ^= h >> 29;
 	}
-	flush_events(e);
-	block(e, B_EVENT_DEF, buf, (u32)n, NULL, 0);
+	return h;
 }
 
 static u64 hash_bytes(const void *p, size_t n, u64 h)
@@ -142,7 +145,45 @@ static u32 string_id(struct emitter *e, const char *s)
 	return t->id;
 }
 
-static u32 frame_id(struct emitter *e, struct proc *p, u64 pc)
+static u32 raw_frame(struct emitter *e, u32 dso, u32 sym, u32 has_addr,
+		     u64 addr, u64 off, u64 ip)
+{
+	u64 k[6] = { dso, sym, has_addr, addr, off, has_addr ? 0 : ip };
+	u64 h = hash_bytes(k, sizeof(k), 1469598103934665603ull) % HB;
+	for (struct rawframe *r = e->rawframes[h]; r; r = r->next)
+		if (r->dso == dso && r->sym == sym &&
+		    r->has_addr == has_addr && r->addr == addr &&
+		    r->off == off && r->ip == k[5])
+			return r->id;
+	struct rawframe *r = xmalloc(sizeof(*r));
+	*r = (struct rawframe){ e->rawframes[h], dso, sym, has_addr,
+				++e->nrawframes, addr, off, k[5] };
+	e->rawframes[h] = r;
+	return r->id;
+}
+
+static u32 raw_stack(struct emitter *e, const u32 *frames, u32 n)
+{
+	if (!n)
+		return 0;
+	u64 hash = hash_bytes(frames, (size_t)n * 4, 1469598103934665603ull);
+	size_t b = hash % HB;
+	for (struct rawstack *r = e->rawstacks[b]; r; r = r->next)
+		if (r->hash == hash && r->n == n &&
+		    !memcmp(r->frames, frames, (size_t)n * 4))
+			return r->id;
+	struct rawstack *r = xmalloc(sizeof(*r) + (size_t)n * 4);
+	r->next = e->rawstacks[b];
+	r->hash = hash;
+	r->id = ++e->nrawstacks;
+	r->n = n;
+	memcpy(r->frames, frames, (size_t)n * 4);
+	e->rawstacks[b] = r;
+	return r->id;
+}
+
+static const struct frament *frame_id(struct emitter *e, struct proc *p,
+				      u64 pc)
 {
 	const struct map *m = proc_map_at(p, pc);
 	const char *path = m ? m->path : NULL;
@@ -152,7 +193,7 @@ static u32 frame_id(struct emitter *e, struct proc *p, u64 pc)
 	u64 h = hash_bytes(&key, 8, (u64)(uintptr_t)path ^ pc * 31) % HB;
 	for (struct frament *f = e->frames[h]; f; f = f->next)
 		if (f->path == path && f->pc_in_file == key && f->pc == pc)
-			return f->id;
+			return f;
 	u64 addr = 0, off = 0;
 	const char *sym = NULL;
 	u32 has_addr = 0;
@@ -169,26 +210,35 @@ static u32 frame_id(struct emitter *e, struct proc *p, u64 pc)
 	f->pc = pc;
 	f->pc_in_file = key;
 	f->id = rec.id;
+	f->raw = raw_frame(e, rec.dso, rec.sym, has_addr, rec.addr, rec.off,
+			   pc);
 	f->next = e->frames[h];
 	e->frames[h] = f;
-	flush_events(e);
 	block(e, B_FRAME, &rec, sizeof(rec), NULL, 0);
-	return rec.id;
+	return f;
 }
 
-u32 emit_stack(struct emitter *e, struct proc *p, const u64 *pcs, int n)
+u32 emit_stack(struct emitter *e, struct proc *p, const u64 *pcs, int n,
+	       u32 *raw)
 {
 	unsigned gen = proc_generation(p);
-	u64 h = hash_bytes(pcs, (size_t)n * 8,
+	u64 h = hash_words(pcs, (size_t)n,
 			   (u64)(uintptr_t)p * 31 + gen);
 	size_t b = h % e->stack_buckets;
 	for (struct stackent *s = e->stacks[b]; s; s = s->next)
 		if (s->hash == h && s->proc == p && s->generation == gen &&
-		    s->n == (u32)n && !memcmp(s->pcs, pcs, (size_t)n * 8))
+		    s->n == (u32)n && !memcmp(s->pcs, pcs, (size_t)n * 8)) {
+			*raw = s->raw;
 			return s->id;
-	u32 ids[MAX_FRAMES + 2];
-	for (int i = 0; i < n; i++)
-		ids[i + 2] = frame_id(e, p, pcs[i]);
+		}
+	u32 ids[MAX_FRAMES + 2], raws[MAX_FRAMES];
+	u32 nraw = 0;
+	for (int i = 0; i < n; i++) {
+		const struct frament *f = frame_id(e, p, pcs[i]);
+		ids[i + 2] = f->id;
+		if (pcs[i] < 1ull << 63)
+			raws[nraw++] = f->raw;
+	}
 	struct stackent *s = xmalloc(sizeof(*s) + (size_t)n * 8);
 	s->proc = p;
 	s->generation = gen;
@@ -196,37 +246,46 @@ u32 emit_stack(struct emitter *e, struct proc *p, const u64 *pcs, int n)
 	s->hash = h;
 	memcpy(s->pcs, pcs, (size_t)n * 8);
 	s->id = ++e->nstacks;
+	s->raw = *raw = raw_stack(e, raws, nraw);
 	s->next = e->stacks[b];
 	e->stacks[b] = s;
 	ids[0] = s->id;
 	ids[1] = (u32)n;
-	flush_events(e);
 	block(e, B_STACK, ids, (u32)(n + 2) * 4, NULL, 0);
 	return s->id;
 }
 
-void emit_event(struct emitter *e, int def, u32 stack, u32 pid, u32 tid,
-		u64 time, const u64 *args, int nargs)
-{
-	u8 *r = e->ev + (size_t)e->nev * EVENT_SIZE;
-	u32 h[4] = { (u32)def, stack, pid, tid };
-	memcpy(r, h, 16);
-	memcpy(r + 16, &time, 8);
-	memset(r + 24, 0, 8 * MAX_FIELDS);
-	memcpy(r + 24, args, 8 * (size_t)nargs);
-	if (++e->nev == EVENTS_PER_BLOCK)
-		flush_events(e);
-}
-
 void emit_note(struct emitter *e, const char *text)
 {
-	flush_events(e);
 	block(e, B_NOTE, text, (u32)strlen(text), NULL, 0);
+}
+
+void emit_progress(struct emitter *e, u64 events)
+{
+	block(e, B_PROGRESS, &events, 8, NULL, 0);
+}
+
+/* The tally's text, in blocks of at most 1 MiB, each of whole lines
+ * (native.py reads the lines of every TALLY block in turn). */
+void emit_tally(struct emitter *e, const char *text, size_t len)
+{
+	while (len) {
+		size_t n = len;
+		if (n > (1u << 20)) {
+			n = 1u << 20;
+			while (n && text[n - 1] != '\n')
+				n--;
+			if (!n)
+				n = 1u << 20;
+		}
+		block(e, B_TALLY, text, (u32)n, NULL, 0);
+		text += n;
+		len -= n;
+	}
 }
 
 int emit_close(struct emitter *e)
 {
-	flush_events(e);
 	if (fflush(e->out))
 		e->error = 1;
 	return e->error ? -1 : 0;

@@ -1,11 +1,16 @@
 /* allocsites-read - reads a perf.data recording of allocsites' probes
- * and writes, in perf script's order, every tracepoint sample with its
+ * and takes, in perf script's order, every tracepoint sample with its
  * fields and its stack (unwound here from the registers and stack copy
  * perf record --call-graph dwarf saved, or taken from the kernel's
- * frame-pointer chain), in the binary stream emit.c describes.
+ * frame-pointer chain) into the report's tally (tally.c); it writes the
+ * distinct stacks and the tally in the binary stream emit.c describes,
+ * and the event log to a file the caller opened.
  *
- *   allocsites-read FILE            the stream, on stdout
- *   allocsites-read --text FILE     the same as text, to read or diff
+ *   allocsites-read [--min-size N] [--log-fd FD] FILE
+ *                                   the stream on stdout, the event
+ *                                   log to FD (none without)
+ *   allocsites-read --text FILE     every sample and its stack as
+ *                                   text, to read or diff
  *
  * Exit: 0, or 1 with one line on stderr ("allocsites-read: FILE: ...").
  * Memory: the maps, the distinct stacks and at most two rounds of perf's
@@ -25,6 +30,7 @@ struct ctx {
 	struct perffile pf;
 	struct order *order;
 	struct emitter *em;
+	struct tally *tally;
 	int text;
 	u64 samples, records, rounds;
 	size_t peak_queue;
@@ -147,9 +153,10 @@ static int on_sample(struct ctx *c, const u8 *rec, u32 size, u64 at)
 		text_event(c, &s, n, args, fmt->nfields);
 		return 0;
 	}
-	u32 stack = n ? emit_stack(c->em, p, c->pcs, n) : 0;
-	emit_event(c->em, s.attr->index, stack, s.pid, s.tid, s.time, args,
-		   fmt->nfields);
+	u32 raw = 0;
+	u32 stack = n ? emit_stack(c->em, p, c->pcs, n, &raw) : 0;
+	tally_event(c->tally, s.attr->index, stack, raw, s.pid, s.tid, s.time,
+		    args);
 	return 0;
 }
 
@@ -249,21 +256,47 @@ static int on_record(void *vc, const u8 *rec, u32 size, struct buf *b)
 	return order_queue(c->order, time, rec, size, b, c->pf.at);
 }
 
+static const char usage[] = "usage: allocsites-read [--min-size N] "
+	"[--log-fd FD] FILE\n       allocsites-read --text FILE\n";
+
+/* A decimal option's value; -1 when it is not one. */
+static int number(const char *s, u64 *v)
+{
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(s, &end, 10);
+	if (!*s || *end || errno || *s == '-')
+		return -1;
+	*v = x;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct ctx c;
 	const char *path = NULL;
+	u64 min_size = 0, log_fd = (u64)-1;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--text"))
 			c.text = 1;
-		else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "usage: allocsites-read [--text] FILE\n");
+		else if (!strcmp(argv[i], "--min-size") && i + 1 < argc) {
+			if (number(argv[++i], &min_size)) {
+				fputs(usage, stderr);
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "--log-fd") && i + 1 < argc) {
+			if (number(argv[++i], &log_fd) || log_fd > INT32_MAX) {
+				fputs(usage, stderr);
+				return 2;
+			}
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fputs(usage, stderr);
 			return 2;
 		} else
 			path = argv[i];
 	}
 	if (!path) {
-		fprintf(stderr, "usage: allocsites-read [--text] FILE\n");
+		fputs(usage, stderr);
 		return 2;
 	}
 	signal(SIGPIPE, SIG_DFL);
@@ -281,15 +314,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "allocsites-read: out of memory\n");
 		return 1;
 	}
-	if (!c.text)
-		for (int i = 0; i < c.pf.nattrs; i++)
-			if (c.pf.attrs[i].fmt)
-				emit_event_def(c.em, i, c.pf.attrs[i].name,
-					       c.pf.attrs[i].fmt);
+	c.tally = tally_new(c.em, log_fd == (u64)-1 ? -1 : (int)log_fd,
+			    min_size, c.pf.nattrs);
+	for (int i = 0; i < c.pf.nattrs; i++)
+		tally_def(c.tally, i, c.pf.attrs[i].name, c.pf.attrs[i].fmt);
 	int rc = perffile_records(&c.pf, on_record, &c, err, sizeof(err));
+	int rc2 = 0;
 	if (order_flush(c.order))
 		rc = -1;
 	if (!c.text) {
+		if (tally_finish(c.tally))
+			rc2 = 1;
 		char note[512];
 		snprintf(note, sizeof(note),
 			 "samples %llu\nrecords %llu\nrounds %llu\n"
@@ -328,5 +363,5 @@ int main(int argc, char **argv)
 		fprintf(stderr, "allocsites-read: %s\n", err);
 		return 1;
 	}
-	return 0;
+	return rc2;
 }

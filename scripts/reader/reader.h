@@ -15,6 +15,7 @@
  *               elfutils' libdw, one Dwfl per process
  *   cfi_cache.c the common frames from CFI rules cached per pc, the
  *               rest through unwind.c's libdw
+ *   tally.c     each event into the report's tally and event log
  *   emit.c      the binary stream the Python side reads (native.py)
  *   main.c      wires them together
  */
@@ -226,13 +227,23 @@ int symbolize_pc(struct proc *p, u64 pc, const struct map *m, u64 *addr,
 /* emit.c */
 struct emitter;
 struct emitter *emit_new(FILE *out);
-void emit_event_def(struct emitter *e, int id, const char *name,
-		    const struct tpformat *fmt);
-/* Interns a stack (frames already resolved) and returns its id. */
-u32 emit_stack(struct emitter *e, struct proc *p, const u64 *pcs, int n);
-void emit_event(struct emitter *e, int def, u32 stack, u32 pid, u32 tid,
-		u64 time, const u64 *args, int nargs);
+/* Interns a stack (frames already resolved) and returns its id; *raw:
+ * its raw stack's id (the frames the report's key holds; 0: none). */
+u32 emit_stack(struct emitter *e, struct proc *p, const u64 *pcs, int n,
+	       u32 *raw);
 void emit_note(struct emitter *e, const char *text);
+void emit_progress(struct emitter *e, u64 events);
+void emit_tally(struct emitter *e, const char *text, size_t len);
 int emit_close(struct emitter *e);
+
+/* tally.c: log_fd -1: no event log; ndefs: the file's attributes */
+struct tally;
+struct tally *tally_new(struct emitter *em, int log_fd, u64 min_size,
+			int ndefs);
+void tally_def(struct tally *t, int index, const char *name,
+	       const struct tpformat *fmt);
+void tally_event(struct tally *t, int index, u32 stack, u32 raw, u32 pid,
+		 u32 tid, u64 time, const u64 *args);
+int tally_finish(struct tally *t);
 
 #endif

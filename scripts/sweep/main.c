@@ -8,6 +8,8 @@
  *   nkeys N                 the log's keys (at least 1)
  *   min_size N              --min-size: smaller allocations are live
  *                           memory but count in no code's ec/eb
+ *   series 0|1              1: each point names every key's live bytes
+ *                           (a timeline of sites); 0: totals only
  *   times K t1 .. tK        the timeline's sample times, ascending
  *   chunks M
  *   OFFSET L0 .. L7         M lines: a chunk's offset and the lengths of
@@ -104,6 +106,8 @@ int main(void)
 		log.nkeys = 1;
 	expect("min_size");
 	log.min_size = read_u64();
+	expect("series");
+	log.series = read_u64() != 0;
 	expect("times");
 	ntimes = read_u64();
 	times = xmalloc((ntimes + 1) * sizeof *times);

@@ -41,6 +41,7 @@ struct sweep {
 	const i64 *times;
 	u64 ntimes, j;
 	FILE *out;
+	int series;                /* P lines name each key's bytes */
 };
 
 /* ------------------------------------------------------------ plan */
@@ -380,7 +381,7 @@ static void snapshot(struct sweep *s)
 	put_i128(s->out, s->total);
 	fputc(' ', s->out);
 	put_i128(s->out, s->ctotal);
-	for (k = 0; k < s->nkeys; k++)
+	for (k = 0; s->series && k < s->nkeys; k++)
 		if (s->kb[k]) {
 			fprintf(s->out, " %llu ", (unsigned long long)k);
 			put_i128(s->out, s->kb[k]);
@@ -631,6 +632,7 @@ void sweep_log(const struct log *log, const i64 *times, u64 ntimes, FILE *out)
 	s.times = times;
 	s.ntimes = ntimes;
 	s.out = out;
+	s.series = log->series;
 	run(&s, log, total_events);
 	finish(&s);
 	drop_live(&s);

@@ -163,6 +163,7 @@ struct log {
 	u32 nchunks;
 	u64 nkeys;
 	u64 min_size;   /* --min-size: counted in no code below it */
+	int series;     /* the timeline's points name each key's bytes */
 };
 
 /* the columns of one chunk, read back */

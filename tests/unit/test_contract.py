@@ -82,6 +82,24 @@ class ContractTable(unittest.TestCase):
                  if n.strip() and n.strip() != "K_COUNT"]
         self.assertEqual(tuple(names), eventlog.KINDS)
 
+    def test_the_native_tally_has_the_kinds_and_the_plain_numbering(self):
+        # scripts/reader/tally.c: the log's kinds in eventlog's order, the
+        # plain event's immediates as the contract numbers them, and
+        # completeness's COUNTED_AS
+        src = read("scripts", "reader", "tally.c")
+        names = re.search(r"kind_names\[NKINDS\] = \{([^}]*)\}", src)
+        self.assertEqual(tuple(re.findall(r'"(\w+)"', names.group(1))),
+                         eventlog.KINDS)
+        plain = re.search(r"plain_kinds\[\] = \{(.*?)\};", src, re.S)
+        table = {int(n): k.lower() for n, k in re.findall(
+            r"\{ (\d+), K_(\w+) \}", plain.group(1))}
+        self.assertEqual(table, contract.PLAIN_NAMES)
+        counted = re.search(r"counted_as\[NKINDS\] = \{([^}]*)\}", src)
+        as_named = [k.strip()[2:].lower().replace("phase_begin", "phase")
+                    for k in counted.group(1).split(",") if k.strip()]
+        self.assertEqual(as_named, [completeness.COUNTED_AS.get(k, k)
+                                    for k in eventlog.KINDS])
+
     def test_exit_counts_every_kind_in_its_argument_order(self):
         exit_args = [a[0] for a in contract.BY_NAME["exit"].args]
         self.assertEqual(exit_args[-1], "untracked")

@@ -12,37 +12,23 @@ from allocsites_lib.read import interrupts, native
 from allocsites_lib.render import outputs
 
 
-class Handle:
-    """A hot-path handler (hotpath.handler) that is interrupted."""
-
-    def __init__(self, exc):
-        self.exc = exc
-
-    def mail(self, batch, name):
-        raise self.exc
-
-    def alloc(self, *args):
-        raise self.exc
-
-
 class NotCountedAsABadEvent(unittest.TestCase):
-    """The stream counts an exception of the handler as a bad event and
-    goes on (as perf script's handler does); an interrupt is not one."""
+    """An interrupt while the native reader's stream is read goes through
+    (the stream counts nothing as a bad event: the reader tallies)."""
 
     def test_interrupted_goes_through_the_stream(self):
-        stream = native.Stream(Handle(interrupts.Interrupted(
-            signal.SIGINT)), {})
-        stream.mail, stream.plain_name = [(1, 2, 3, 4)], "sdt_rt:free"
-        with self.assertRaises(interrupts.Interrupted) as got:
-            stream.flush_mail()
-        self.assertEqual(got.exception.sig, signal.SIGINT)
-        self.assertEqual(stream.handler_errors, 0)
+        import io
+        import struct
+        stream = native.Stream()
 
-    def test_a_bad_event_is_still_counted(self):
-        stream = native.Stream(Handle(ValueError("bad")), {})
-        stream.mail, stream.plain_name = [(1, 2, 3, 4)], "sdt_rt:free"
-        stream.flush_mail()
-        self.assertEqual(stream.handler_errors, 1)
+        def interrupted():
+            raise interrupts.Interrupted(signal.SIGINT)
+        stream.on_block = interrupted
+        block = struct.pack("<IIQ", native.B_PROGRESS, 8, 65536)
+        with self.assertRaises(interrupts.Interrupted) as got:
+            stream.feed(io.BytesIO(block))
+        self.assertEqual(got.exception.sig, signal.SIGINT)
+        self.assertEqual(stream.events, 65536)
 
     def test_not_an_exception(self):
         self.assertFalse(issubclass(interrupts.Interrupted, Exception))

@@ -286,7 +286,8 @@ def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
                 bad_options.append(warnings[-1])
         return None, None, None, None, "all"
     sweep = liveness.sweep(log, mode,
-                           min_size=getattr(opts, "min_size", 0) or 0)
+                           min_size=getattr(opts, "min_size", 0) or 0,
+                           series=bool(getattr(opts, "timeline", None)))
     phase = "all"
     wanted = getattr(opts, "phase", None)
     if wanted:

@@ -669,10 +669,11 @@ def _timeline(log, plan, times, main, peak_kb, totals, committed, series):
 
 # ---------------------------------------------------------------- sweep
 
-def sweep(log, mode, points=400, engine=None, min_size=0):
+def sweep(log, mode, points=400, engine=None, min_size=0, series=True):
     """The Liveness of an EventLog; mode 'exact' or 'sampled'; min_size
     (--min-size): smaller allocations count in no entry (they are still
-    live memory).
+    live memory); series False: the timeline without each key's bytes
+    (by_key empty; only a timeline of sites needs them).
 
     An exact sweep runs in allocsites-sweep (nativesweep.py: the same
     rules, a fraction of the memory) where it is built, else here; engine
@@ -687,7 +688,8 @@ def sweep(log, mode, points=400, engine=None, min_size=0):
             raise nativesweep.SweepError("allocsites-sweep is not built")
         if program is not None:
             try:
-                got = nativesweep.run(log, times, program, min_size=min_size)
+                got = nativesweep.run(log, times, program, min_size=min_size,
+                                      series=series)
             except (nativesweep.SweepError, OSError):
                 if engine == "native":
                     raise
@@ -717,7 +719,8 @@ def sweep(log, mode, points=400, engine=None, min_size=0):
         main.finish()
     snaps = main.snaps
     series = {k: list(s) for k, s in
-              enumerate(zip(*[snap[2] for snap in snaps])) if any(s)}
+              enumerate(zip(*[snap[2] for snap in snaps])) if any(s)} \
+        if series else {}
     return _assemble(log, plan, main, peak_codes, times,
                      {k: v for k, v in enumerate(peak_kb) if v},
                      [snap[0] for snap in snaps], [snap[1] for snap in snaps],

@@ -80,8 +80,9 @@ class Answer:
         self.totals, self.committed, self.series = totals, committed, series
 
 
-def request(fd, nkeys, times, table, min_size=0):
+def request(fd, nkeys, times, table, min_size=0, series=True):
     lines = ["fd %d" % fd, "nkeys %d" % nkeys, "min_size %d" % min_size,
+             "series %d" % bool(series),
              " ".join(["times %d" % len(times)] + [str(t) for t in times]),
              "chunks %d" % len(table)]
     for offset, lengths in table:
@@ -154,10 +155,11 @@ def parse(lines, nkeys, npoints):
                   series)
 
 
-def run(log, times, program, directory=None, min_size=0):
+def run(log, times, program, directory=None, min_size=0, series=True):
     """The Answer of allocsites-sweep at program for the EventLog log and
-    the timeline's sample times. Raises SweepError (and OSError where the
-    log cannot be written out)."""
+    the timeline's sample times (series False: the totals there, not
+    each key's bytes). Raises SweepError (and OSError where the log
+    cannot be written out)."""
     nkeys = max(1, len(log.keys))
     f, table = log.export(directory)
     owned = f is not getattr(log, "_file", None)
@@ -170,7 +172,8 @@ def run(log, times, program, directory=None, min_size=0):
         except OSError as e:
             raise SweepError("allocsites-sweep: %s" % e) from None
         try:
-            proc.stdin.write(request(fd, nkeys, times, table, min_size))
+            proc.stdin.write(request(fd, nkeys, times, table, min_size,
+                                     series))
             proc.stdin.close()
             answer = parse(proc.stdout, nkeys, len(times))
         except (BrokenPipeError, SweepError, ValueError, IndexError,

@@ -88,6 +88,21 @@ class EventLog:
         self._spilled = 0   # events in the file
         self._first = self._last = None   # times of the spilled events
 
+    @classmethod
+    def from_file(cls, f, chunks, keys, events, first, last):
+        """The log another process wrote to the file f, chunk by chunk in
+        the spill format (allocsites-read, reader/tally.c): chunks
+        [(offset, [length per column])], keys its key per index, events
+        its length, first and last its first and last times."""
+        log = cls()
+        log.keys = list(keys)
+        log._index = {key: i for i, key in enumerate(log.keys)}
+        log._file, log._chunks, log._spilled = f, list(chunks), events
+        log._every = SPILL_EVERY
+        if events:
+            log._first, log._last = first, last
+        return log
+
     # ------------------------------------------------------------ spilling
 
     def spill_to(self, directory=None, every=SPILL_EVERY):

@@ -1,24 +1,19 @@
-"""The report's default reader: runs allocsites-read, feeds the hot path.
+"""The report's default reader: runs allocsites-read, builds the Tally.
 
-The report's default reader: allocsites-read (scripts/reader/, C) reads
-the recording and unwinds its stacks; this module turns its stream into
-the same Tally the perf script path builds (allocsites.py), through the
-same hot path (hotpath.handler), so every output is the one perf script
-gives.
+allocsites-read (scripts/reader/, C) reads the recording, unwinds its
+stacks and tallies every event itself (reader/tally.c, by the rules of
+Tally.add_fields): this module gets the distinct strings, frames and
+stacks, then the tally's figures per (stack, tag) and its counters, and
+the event log as a file in the log's own spill format. No Python runs
+per event; what it builds is the Tally the perf script path builds
+(allocsites.py), so every output is the one perf script gives
+(tests/integration/test_native_reader.py compares them).
 
 Why: perf script 6.1 keeps every decompressed record of a -z recording
 in memory until it exits (90 GB at 10^7 allocations) and unwinds each
 sample through a fresh libdw or libunwind session, then hands it to
-Python through a dict per frame. allocsites-read streams the file
-(memory: the distinct stacks, the maps, two of perf's rounds), unwinds
-with one libdw session per process, and sends each distinct stack once;
-an event is a fixed record of EVENT bytes (reader/emit.c documents the
-stream).
-
-Each event reaches the hot path as perf script would hand it over: the
-plain event's records go to handle.mail as the dlfilter's do, every
-other event to handle() with the field dict perf builds (common_pid,
-common_s, common_ns, common_callchain and the tracepoint's fields).
+Python through a dict per frame; and Python's work per event (2-4 us)
+was most of the report's time.
 """
 
 import collections
@@ -26,20 +21,16 @@ import os
 import struct
 import subprocess
 import sys
+import tempfile
 
-from . import hotpath, parse
+from . import parse
+from .eventlog import EventLog
+from ..analyze.fold import ExactEntry, SampledEntry
 
-B_EVENT_DEF, B_STRING, B_FRAME, B_STACK, B_EVENTS, B_NOTE = range(1, 7)
+B_STRING, B_FRAME, B_STACK, B_NOTE, B_PROGRESS, B_TALLY = 2, 3, 4, 6, 7, 8
 MAX_FIELDS = 12
-EVENT = struct.Struct("<IIIIQ%dQ" % MAX_FIELDS)
 BLOCK = struct.Struct("<II")
 FRAME = struct.Struct("<IIIIQQQ")
-_SIGN = 1 << 63
-_WRAP = 1 << 64
-PLAIN_FIELDS = ("kind", "a", "b", "c", "d", "e", "f", "g", "h")
-# Plain events handed to handle.mail at once, at most: a program that
-# frees everything at its end sends millions in a row.
-MAIL_BATCH = 4096
 
 # The Result of workers.run, which the report takes either way.
 Result = collections.namedtuple(
@@ -70,64 +61,18 @@ def reader_path(entry_script, build=None):
                          os.path.dirname(os.path.abspath(entry_script)), build)
 
 
-class EventDef:
-    """One event of the recording: perf script's handler name, its field
-    names, which of them are signed, and where the plain event's kind and
-    arguments are (None for any other event)."""
-
-    def __init__(self, payload):
-        self.id = struct.unpack_from("<I", payload)[0]
-        parts = payload[4:].split(b"\0")
-        name = parts[0].decode("utf-8", "surrogateescape")
-        # perf script names the handler sdt_rt__alloc_1 for sdt_rt:alloc_1
-        self.name = name.replace(":", "__")
-        self.fields = []
-        self.signed = []
-        # after the name: field name NUL, one signed byte, field name NUL..
-        rest = payload[4 + len(parts[0]) + 1:]
-        pos = 0
-        while pos < len(rest):
-            end = rest.index(b"\0", pos)
-            self.fields.append(rest[pos:end].decode("ascii", "replace"))
-            self.signed.append(rest[end + 1] != 0)
-            pos = end + 2
-        self.any_signed = any(self.signed)
-        kind = parse.event_kind(self.name)
-        self.plain_at = None
-        if kind == "plain" and all(f in self.fields for f in PLAIN_FIELDS):
-            self.plain_at = [self.fields.index(f) for f in PLAIN_FIELDS]
-        # an alloc with its three arguments: handle.alloc takes it
-        # (the masks there make a signed field's value perf's)
-        self.alloc_at = None
-        if kind == "alloc" and all(f in self.fields
-                                   for f in ("arg1", "arg2", "arg3")):
-            self.alloc_at = [5 + self.fields.index(f)
-                             for f in ("arg1", "arg2", "arg3")]
-
-    def values(self, rec):
-        vals = rec[5:5 + len(self.fields)]
-        if self.any_signed:
-            vals = tuple(v - _WRAP if s and v >= _SIGN else v
-                         for v, s in zip(vals, self.signed))
-        return vals
-
-
 class Stream:
-    """Reads allocsites-read's blocks and feeds the events to handle."""
+    """Reads allocsites-read's blocks: the distinct stacks, the tally's
+    lines, the notes."""
 
-    def __init__(self, handle, pids):
-        self.handle = handle
-        self.pids = pids
-        self.defs = {}
+    def __init__(self):
         self.strings = {0: None}
         self.frames = {}
         self.chains = {0: []}
         self.notes = {}
-        self.handler_errors = 0
+        self.tally_lines = []
         self.events = 0
-        self.mail = []
-        self.on_block = None    # called after each block of events
-        self.spill = None       # the event log's maybe_spill
+        self.on_block = None    # called after each progress block
 
     def feed(self, f):
         """Reads blocks from the binary file f until its end."""
@@ -142,9 +87,7 @@ class Stream:
             payload = read(n)
             if len(payload) < n:
                 raise StreamError("cut short in a block")
-            if kind == B_EVENTS:
-                self.events_block(payload)
-            elif kind == B_STACK:
+            if kind == B_STACK:
                 self.stack(payload)
             elif kind == B_FRAME:
                 self.frame(payload)
@@ -152,14 +95,16 @@ class Stream:
                 sid = struct.unpack_from("<I", payload)[0]
                 self.strings[sid] = payload[4:].decode("utf-8",
                                                        "surrogateescape")
-            elif kind == B_EVENT_DEF:
-                d = EventDef(payload)
-                self.defs[d.id] = d
+            elif kind == B_PROGRESS:
+                self.events = struct.unpack_from("<Q", payload)[0]
+                if self.on_block is not None:
+                    self.on_block()
+            elif kind == B_TALLY:
+                self.tally_lines += payload.decode("ascii").splitlines()
             elif kind == B_NOTE:
                 self.note(payload)
             else:
                 raise StreamError("unknown block type %d" % kind)
-        self.flush_mail()
 
     def frame(self, payload):
         fid, dso, sym, has_addr, addr, off, ip = FRAME.unpack(payload)
@@ -186,64 +131,65 @@ class Stream:
             except ValueError:
                 self.notes[key] = value
 
-    def flush_mail(self):
-        if self.mail:
-            batch, self.mail = self.mail, []
-            try:
-                self.handle.mail(batch, self.plain_name)
-            except Exception:  # noqa: BLE001 - counted, as allocsites.py
-                self.handler_errors += 1
 
-    def events_block(self, payload):
-        defs, chains, pids = self.defs, self.chains, self.pids
-        handle, mail = self.handle, self.mail
-        alloc = handle.alloc
-        count = 0
-        for rec in EVENT.iter_unpack(payload):
-            count += 1
-            d = defs[rec[0]]
-            tid, time = rec[3], rec[4]
-            if tid not in pids:
-                pids[tid] = rec[2]
-            at = d.plain_at
-            if at is not None and not d.any_signed:
-                if not mail:
-                    self.plain_name = d.name
-                elif d.name != self.plain_name:
-                    self.flush_mail()
-                    mail = self.mail
-                    self.plain_name = d.name
-                v = rec[5:]
-                mail.append((time, tid) + tuple(v[i] for i in at))
-                if len(mail) >= MAIL_BATCH:   # a long run of frees
-                    self.flush_mail()
-                    mail = self.mail
-                continue
-            if mail:
-                self.flush_mail()
-                mail = self.mail
-            at = d.alloc_at
-            if at is not None:
-                try:
-                    alloc(rec[1], chains[rec[1]], tid, time, rec[at[0]],
-                          rec[at[1]], rec[at[2]])
-                except Exception:  # noqa: BLE001 - counted, as allocsites.py
-                    self.handler_errors += 1
-                continue
-            fields = dict(zip(d.fields, d.values(rec)))
-            fields["common_pid"] = tid
-            fields["common_s"] = time // 1000000000
-            fields["common_ns"] = time % 1000000000
-            fields["common_callchain"] = chains[rec[1]]
-            try:
-                handle(d.name, fields)
-            except Exception:  # noqa: BLE001 - counted, as allocsites.py
-                self.handler_errors += 1
-        self.events += count
-        if self.spill is not None:
-            self.spill()
-        if self.on_block is not None:
-            self.on_block()
+def _ints(fields):
+    return [int(x) for x in fields]
+
+
+def fill_tally(tally, lines, chains, log_file):
+    """Puts the tally's lines (reader/tally.c documents them) into tally,
+    its keys' frames from chains ({stack id: perf's entries}) and its
+    event log from log_file (the file the reader wrote it to)."""
+    convert = parse.Reader(False, None)._convert
+    keys, chunks = [], []
+    events = first = last = 0
+    for line in lines:
+        f = line.split()
+        what = f[0]
+        if what == "key":
+            stack, tag = _ints(f[1:3])
+            keys.append((convert(chains[stack]) if stack else (), tag))
+        elif what == "exact":
+            k, count, nbytes = _ints(f[1:4])
+            tally.stacks[keys[k]] = ExactEntry(count, nbytes)
+        elif what == "sampled":
+            k = int(f[1])
+            tally.sampled[keys[k]] = SampledEntry(
+                float(f[2]), int(f[3]), float(f[4]), int(f[5]))
+        elif what == "chunk":
+            chunks.append((int(f[1]), _ints(f[2:10])))
+        elif what == "received":
+            tally.received[int(f[1])][f[2]] += int(f[3])
+        elif what == "fired":
+            tally.fired[int(f[1])] = _ints(f[2:])
+        elif what == "thread":
+            tid = int(f[1])
+            tally._last_time[tid] = int(f[2])
+            if f[3] != "-":
+                tally._sample_phase[tid] = int(f[3])
+            if len(f) > 4:
+                tally._first_sample_phase[tid] = tuple(_ints(f[4:7]))
+        elif what == "events":
+            tally.events[f[1]] += int(f[2])
+        elif what == "duplicates":
+            tally.duplicate_kinds[f[1]] += int(f[2])
+        elif what == "rate":
+            tally.sample_rates[None if f[1] == "-" else int(f[1])] += \
+                int(f[2])
+        elif what == "frees":
+            tally.frees = _ints(f[1:3])
+        elif what == "phases_from_samples":
+            tally.phases_from_samples = f[1] == "1"
+        elif what == "log":
+            events, first, last = _ints(f[1:4])
+        elif what in ("malformed", "filtered", "no_callchain", "padding",
+                      "weight_gcd"):
+            setattr(tally, what, int(f[1]))
+        else:
+            raise StreamError("unknown tally line %r" % what)
+    if tally.log is not None:
+        tally.log = EventLog.from_file(log_file, chunks, keys, events,
+                                       first, last)
 
 
 def run(reader, data, tally, total=0, err=None, progress=None):
@@ -256,48 +202,49 @@ def run(reader, data, tally, total=0, err=None, progress=None):
     from . import interrupts
     from .progress import Progress, progress_text
     progress = progress or Progress(err or sys.stderr)
-    # {thread: process}, filled as threads appear; the hot path reads it
-    # (Reader makes its own dict for an empty one, so take that one).
-    reader_ = parse.Reader(False, None)
-    pids = reader_.pids
-    handle = hotpath.handler(reader_, tally)
-    stream = Stream(handle, pids)
-    if tally.log is not None:
-        # The log goes to a file as it grows (eventlog.py): the report's
-        # memory is then the live allocations and the distinct stacks,
-        # not the recording's length.
-        try:
-            tally.log.spill_to()
-        except OSError as e:
-            raise RuntimeError("cannot make a temporary file for the event "
-                               "log (TMPDIR): %s" % e)
-        stream.spill = tally.log.maybe_spill
+    stream = Stream()
     if progress.enabled and total:
         stream.on_block = lambda: progress.show(
             progress_text(stream.events, total))
+    argv = [reader, "--min-size", str(tally.min_size), data]
+    log_file = None
+    if tally.log is not None:
+        # The event log goes to a file as the reader writes it, in the
+        # log's spill format (eventlog.py): the report's memory is then
+        # the live allocations and the distinct stacks, not the
+        # recording's length. Unlinked at once: nothing is left behind.
+        try:
+            fd, path = tempfile.mkstemp(prefix="allocsites-log-")
+            os.unlink(path)
+        except OSError as e:
+            raise RuntimeError("cannot make a temporary file for the event "
+                               "log (TMPDIR): %s" % e)
+        log_file = os.fdopen(fd, "w+b")
+        argv[1:1] = ["--log-fd", str(fd)]
     read_errors = []
     saved = {}
     proc = None
     try:
         for sig in interrupts.STOP_SIGNALS:
             saved[sig] = signal.signal(sig, interrupts.raise_interrupted)
-        proc = subprocess.Popen([reader, data], stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, bufsize=1 << 20)
+                                stderr=subprocess.PIPE, bufsize=1 << 20,
+                                pass_fds=(log_file.fileno(),)
+                                if log_file else ())
         try:
             stream.feed(proc.stdout)
-        except StreamError as e:
+            fill_tally(tally, stream.tally_lines, stream.chains, log_file)
+        except (StreamError, ValueError, IndexError, KeyError) as e:
             read_errors.append("allocsites-read: its output %s" % e)
-        except OSError as e:   # the event log's file: a full disk
-            raise RuntimeError("cannot write the event log to a temporary "
-                               "file (TMPDIR): %s" % e)
-        handle.flush()
         proc.stdout.close()
         errors = proc.stderr.read().decode("utf-8", "replace")
         status = proc.wait()
     except OSError as e:
         raise RuntimeError("cannot run %s: %s" % (reader, e))
-    except RuntimeError:
+    except BaseException:
+        if log_file is not None:
+            log_file.close()
         raise
     finally:
         for sig in saved:
@@ -318,5 +265,4 @@ def run(reader, data, tally, total=0, err=None, progress=None):
                            % -status)
     elif status > 0 and not errors.strip():
         read_errors.append("allocsites-read exited with status %d" % status)
-    return Result(tally, 1, stream.handler_errors, False, read_errors, [],
-                  stream.notes)
+    return Result(tally, 1, 0, False, read_errors, [], stream.notes)
