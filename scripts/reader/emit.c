@@ -2,9 +2,11 @@
  *
  * Blocks, each: u32 type, u32 length, then length bytes (little endian):
  *   STRING     u32 id, the bytes (no NUL)
- *   FRAME      u32 id, u32 dso string, u32 symbol string (0: none),
- *              u32 has_addr, u64 addr, u64 off, u64 ip
- *   STACK      u32 id, u32 n, u32 frame ids, leaf first
+ *   FRAME      a raw frame (the report's RawFrame): u32 id, u32 dso
+ *              string, u32 symbol string (0: none), u32 has_addr,
+ *              u64 addr, u64 off, u64 ip (0 where has_addr)
+ *   STACK      a raw stack: u32 id, u32 n, u32 raw frame ids, leaf
+ *              first
  *   PROGRESS   u64 events read so far (now and then, for the progress
  *              line)
  *   TALLY      text: the tally (tally.c documents its lines)
@@ -159,6 +161,11 @@ static u32 raw_frame(struct emitter *e, u32 dso, u32 sym, u32 has_addr,
 	*r = (struct rawframe){ e->rawframes[h], dso, sym, has_addr,
 				++e->nrawframes, addr, off, k[5] };
 	e->rawframes[h] = r;
+	struct {
+		u32 id, dso, sym, has_addr;
+		u64 addr, off, ip;
+	} rec = { r->id, dso, sym, has_addr, addr, off, k[5] };
+	block(e, B_FRAME, &rec, sizeof(rec), NULL, 0);
 	return r->id;
 }
 
@@ -179,6 +186,8 @@ static u32 raw_stack(struct emitter *e, const u32 *frames, u32 n)
 	r->n = n;
 	memcpy(r->frames, frames, (size_t)n * 4);
 	e->rawstacks[b] = r;
+	u32 head[2] = { r->id, n };
+	block(e, B_STACK, head, 8, frames, n * 4);
 	return r->id;
 }
 
@@ -199,22 +208,17 @@ static const struct frament *frame_id(struct emitter *e, struct proc *p,
 	u32 has_addr = 0;
 	if (m && symbolize_pc(p, pc, m, &addr, &sym, &off) == 0 && sym)
 		has_addr = 1;
-	struct {
-		u32 id, dso, sym, has_addr;
-		u64 addr, off, ip;
-	} rec = { ++e->nframes, string_id(e, path ? path : "[unknown]"),
-		  has_addr ? string_id(e, sym) : 0, has_addr,
-		  has_addr ? addr : 0, has_addr ? off : 0, pc };
+	u32 dso = string_id(e, path ? path : "[unknown]");
+	u32 symid = has_addr ? string_id(e, sym) : 0;
 	struct frament *f = xmalloc(sizeof(*f));
 	f->path = path;
 	f->pc = pc;
 	f->pc_in_file = key;
-	f->id = rec.id;
-	f->raw = raw_frame(e, rec.dso, rec.sym, has_addr, rec.addr, rec.off,
-			   pc);
+	f->id = ++e->nframes;
+	f->raw = raw_frame(e, dso, symid, has_addr, has_addr ? addr : 0,
+			   has_addr ? off : 0, pc);
 	f->next = e->frames[h];
 	e->frames[h] = f;
-	block(e, B_FRAME, &rec, sizeof(rec), NULL, 0);
 	return f;
 }
 
@@ -231,11 +235,10 @@ u32 emit_stack(struct emitter *e, struct proc *p, const u64 *pcs, int n,
 			*raw = s->raw;
 			return s->id;
 		}
-	u32 ids[MAX_FRAMES + 2], raws[MAX_FRAMES];
+	u32 raws[MAX_FRAMES];
 	u32 nraw = 0;
 	for (int i = 0; i < n; i++) {
 		const struct frament *f = frame_id(e, p, pcs[i]);
-		ids[i + 2] = f->id;
 		if (pcs[i] < 1ull << 63)
 			raws[nraw++] = f->raw;
 	}
@@ -249,9 +252,6 @@ u32 emit_stack(struct emitter *e, struct proc *p, const u64 *pcs, int n,
 	s->raw = *raw = raw_stack(e, raws, nraw);
 	s->next = e->stacks[b];
 	e->stacks[b] = s;
-	ids[0] = s->id;
-	ids[1] = (u32)n;
-	block(e, B_STACK, ids, (u32)(n + 2) * 4, NULL, 0);
 	return s->id;
 }
 

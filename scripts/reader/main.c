@@ -154,9 +154,9 @@ static int on_sample(struct ctx *c, const u8 *rec, u32 size, u64 at)
 		return 0;
 	}
 	u32 raw = 0;
-	u32 stack = n ? emit_stack(c->em, p, c->pcs, n, &raw) : 0;
-	tally_event(c->tally, s.attr->index, stack, raw, s.pid, s.tid, s.time,
-		    args);
+	if (n)
+		emit_stack(c->em, p, c->pcs, n, &raw);
+	tally_event(c->tally, s.attr->index, raw, s.pid, s.tid, s.time, args);
 	return 0;
 }
 

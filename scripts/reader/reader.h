@@ -228,7 +228,8 @@ int symbolize_pc(struct proc *p, u64 pc, const struct map *m, u64 *addr,
 struct emitter;
 struct emitter *emit_new(FILE *out);
 /* Interns a stack (frames already resolved) and returns its id; *raw:
- * its raw stack's id (the frames the report's key holds; 0: none). */
+ * its raw stack's id (the frames the report's key holds; 0: none),
+ * defined in the stream with its raw frames when new. */
 u32 emit_stack(struct emitter *e, struct proc *p, const u64 *pcs, int n,
 	       u32 *raw);
 void emit_note(struct emitter *e, const char *text);
@@ -242,8 +243,8 @@ struct tally *tally_new(struct emitter *em, int log_fd, u64 min_size,
 			int ndefs);
 void tally_def(struct tally *t, int index, const char *name,
 	       const struct tpformat *fmt);
-void tally_event(struct tally *t, int index, u32 stack, u32 raw, u32 pid,
-		 u32 tid, u64 time, const u64 *args);
+void tally_event(struct tally *t, int index, u32 raw, u32 pid, u32 tid,
+		 u64 time, const u64 *args);
 int tally_finish(struct tally *t);
 
 #endif

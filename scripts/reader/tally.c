@@ -30,8 +30,8 @@
  *   frees COUNT BYTES, phases_from_samples 0|1
  *   received PID KIND N  fired PID N...      per process, first seen
  *   thread TID LAST_TIME PHASE [FIRST_PHASE FIRST_TIME FIRST_PID]
- *   key STACK TAG        the log's keys, in their index order; STACK: a
- *                        stack id of the stream with its raw frames
+ *   key RAW TAG          the log's keys, in their index order; RAW: the
+ *                        stream's raw stack (0: no frames)
  *   exact KEY COUNT BYTES                     in the order first counted
  *   sampled KEY COUNT BYTES WEIGHT_BY_SIZE2 SAMPLES   (doubles as %.17g)
  *   log EVENTS FIRST_TIME LAST_TIME
@@ -102,7 +102,6 @@ struct process {
 
 struct key {
 	u32 raw, tag;
-	u32 stack;              /* a stack id with this raw stack */
 	u8 exact_counted, sampled_counted;
 	u64 count;
 	u128 bytes;
@@ -337,7 +336,7 @@ static void receive(struct tally *t, struct process *p, int kind)
 }
 
 /* The key (raw stack, tag): its index in the log's keys, made when new */
-static u32 key_of(struct tally *t, u32 raw, u32 tag, u32 stack)
+static u32 key_of(struct tally *t, u32 raw, u32 tag)
 {
 	if (2 * (t->nkeys + 1) > t->cap_keys) {
 		size_t cap = t->cap_keys * 2;
@@ -372,7 +371,6 @@ static u32 key_of(struct tally *t, u32 raw, u32 tag, u32 stack)
 	memset(k, 0, sizeof(*k));
 	k->raw = raw;
 	k->tag = tag;
-	k->stack = stack;
 	t->key_slots[j] = (u32)++t->nkeys;
 	return (u32)t->nkeys - 1;
 }
@@ -510,7 +508,7 @@ static void track_phase(struct tally *t, struct thread *th, u64 phase,
 
 /* ------------------------------------------------------------ an event */
 
-void tally_event(struct tally *t, int index, u32 stack, u32 raw, u32 pid,
+void tally_event(struct tally *t, int index, u32 raw, u32 pid,
 		 u32 tid, u64 time, const u64 *args)
 {
 	if (++t->seen % 65536 == 0)
@@ -637,7 +635,7 @@ void tally_event(struct tally *t, int index, u32 stack, u32 raw, u32 pid,
 	int sized = kind == K_ALLOC || (size > 0 && weight > 0);
 	u32 key = 0;
 	if (sized) {
-		key = key_of(t, raw, tag, stack);
+		key = key_of(t, raw, tag);
 		if (kind == K_ALLOC)
 			log_event(t, K_ALLOC, time, pid, tid, ptr, size, 1, key,
 				  0);
@@ -786,7 +784,7 @@ int tally_finish(struct tally *t)
 		fputc('\n', f);
 	}
 	for (size_t i = 0; i < t->nkeys; i++)
-		fprintf(f, "key %u %u\n", t->keys[i].stack, t->keys[i].tag);
+		fprintf(f, "key %u %u\n", t->keys[i].raw, t->keys[i].tag);
 	for (size_t i = 0; i < t->nexact; i++) {
 		const struct key *k = &t->keys[t->exact_order[i]];
 		fprintf(f, "exact %u %llu ", t->exact_order[i],

@@ -352,46 +352,5 @@ class MailTest(unittest.TestCase):
             self.assertEqual(fast.get(name), slow.get(name), name)
 
 
-class AllocTest(unittest.TestCase):
-    """handle.alloc(key, chain, ...), the native reader's allocs with a
-    key per distinct chain, gives what handle gives for the same events
-    as perf's field dicts: duplicates, tags that need masking (a signed
-    field's -1), chains of equal ips under two keys, min_size."""
-
-    def test_alloc_equals_handle(self):
-        rng = random.Random(11)
-        pids = {101: 100, 102: 100}
-        items = []
-        t = 5 * 10**9
-        for i in range(4000):
-            t += rng.choice((0, 1, 700))
-            tid = rng.choice((101, 102))
-            k = rng.randrange(len(CHAINS) + 1)
-            key, chain = k, CHAINS[k % len(CHAINS)]   # two keys, one chain
-            tag = rng.choice((0, 1, 7, -1, (1 << 32) + 3))
-            size = rng.choice((0, 8, 24, 4096, -1))
-            items.append((key, chain, tid, t, 0x1000 + i, size, tag))
-        for min_size in (0, 16):
-            def run(fast):
-                tally = Tally(min_size)
-                handle = hotpath.handler(parse.Reader(False, pids), tally)
-                out = []
-                for key, chain, tid, time, ptr, size, tag in items:
-                    if fast:
-                        out.append(handle.alloc(
-                            key, [dict(e) for e in chain], tid, time, ptr,
-                            size & ((1 << 64) - 1), tag))
-                    else:
-                        out.append(handle(ALLOC, alloc_fields(
-                            tid, time, ptr, size, tag, chain)))
-                handle.flush()
-                return out, state(tally)
-            (a, fast), (b, slow) = run(True), run(False)
-            self.assertEqual(a, b)
-            self.assertGreater(slow["duplicate_kinds"]["alloc"], 0)
-            for name in sorted(set(fast) | set(slow)):
-                self.assertEqual(fast.get(name), slow.get(name), name)
-
-
 if __name__ == "__main__":
     unittest.main()

@@ -263,25 +263,6 @@ def handler(reader, tally):
         entry.bytes += size
         return time
 
-    by_key = {}   # the caller's key of a chain (native.py: a stack id)
-
-    def alloc(key, chain, tid, time, ptr, size, tag):
-        """An alloc event as handle would take it from perf's fields
-        (common_pid tid, common_s/ns of time, arg1..3 ptr, size, tag:
-        ints; common_callchain chain, perf's entries), from a caller that
-        names each distinct chain by a key of its own: the chain's ips
-        are then taken once per key, not once per event. The event name
-        must be an alloc's (handle's _ALLOC)."""
-        rec = by_key.get(key)
-        if rec is None:
-            ips = tuple(map(_IP, chain))
-            rec = hot.get(ips)
-            if rec is None:
-                rec = new_rec(ips, chain, tag & _MASK32)
-            by_key[key] = rec
-        return add_alloc(rec, tid, pids_get(tid, tid), time, ptr & _MASK64,
-                         size & _MASK64, tag & _MASK32)
-
     def add_free(time, pid, tid, ptr, size):
         """Tally.add_fields for a free whose values were checked."""
         if last_get(tid) == time:
@@ -314,5 +295,4 @@ def handler(reader, tally):
 
     handle.flush = flush if log is not None else (lambda: None)
     handle.mail = mail
-    handle.alloc = alloc
     return handle

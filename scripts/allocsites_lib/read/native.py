@@ -62,13 +62,13 @@ def reader_path(entry_script, build=None):
 
 
 class Stream:
-    """Reads allocsites-read's blocks: the distinct stacks, the tally's
-    lines, the notes."""
+    """Reads allocsites-read's blocks: the distinct raw stacks, the
+    tally's lines, the notes."""
 
     def __init__(self):
         self.strings = {0: None}
         self.frames = {}
-        self.chains = {0: []}
+        self.stacks = {0: ()}   # raw stack id -> tuple of RawFrame
         self.notes = {}
         self.tally_lines = []
         self.events = 0
@@ -107,21 +107,19 @@ class Stream:
                 raise StreamError("unknown block type %d" % kind)
 
     def frame(self, payload):
+        """A raw frame: parse.raw_frames's RawFrame of perf's entry
+        (addr: perf's sym.start + sym_off; the ip only without one)."""
         fid, dso, sym, has_addr, addr, off, ip = FRAME.unpack(payload)
-        entry = {"ip": ip, "dso": self.strings[dso]}
-        if has_addr:
-            # perf's entry: sym {start, name} and sym_off; the frame's
-            # address is start + sym_off (parse.raw_frames)
-            entry["sym"] = {"start": addr - off, "end": addr - off,
-                            "name": self.strings[sym]}
-            entry["sym_off"] = off
-        self.frames[fid] = entry
+        dso = self.strings[dso]
+        self.frames[fid] = parse.RawFrame(
+            dso, addr, self.strings[sym], off, None) if has_addr else \
+            parse.RawFrame(dso, None, None, None, ip)
 
     def stack(self, payload):
         sid, n = struct.unpack_from("<II", payload)
         ids = struct.unpack_from("<%dI" % n, payload, 8)
         frames = self.frames
-        self.chains[sid] = [frames[i] for i in ids]
+        self.stacks[sid] = tuple([frames[i] for i in ids])
 
     def note(self, payload):
         for line in payload.decode("utf-8", "replace").splitlines():
@@ -136,11 +134,10 @@ def _ints(fields):
     return [int(x) for x in fields]
 
 
-def fill_tally(tally, lines, chains, log_file):
+def fill_tally(tally, lines, stacks, log_file):
     """Puts the tally's lines (reader/tally.c documents them) into tally,
-    its keys' frames from chains ({stack id: perf's entries}) and its
-    event log from log_file (the file the reader wrote it to)."""
-    convert = parse.Reader(False, None)._convert
+    its keys' frames from stacks ({raw stack id: tuple of RawFrame}) and
+    its event log from log_file (the file the reader wrote it to)."""
     keys, chunks = [], []
     events = first = last = 0
     for line in lines:
@@ -148,7 +145,7 @@ def fill_tally(tally, lines, chains, log_file):
         what = f[0]
         if what == "key":
             stack, tag = _ints(f[1:3])
-            keys.append((convert(chains[stack]) if stack else (), tag))
+            keys.append((stacks[stack], tag))
         elif what == "exact":
             k, count, nbytes = _ints(f[1:4])
             tally.stacks[keys[k]] = ExactEntry(count, nbytes)
@@ -234,7 +231,7 @@ def run(reader, data, tally, total=0, err=None, progress=None):
                                 if log_file else ())
         try:
             stream.feed(proc.stdout)
-            fill_tally(tally, stream.tally_lines, stream.chains, log_file)
+            fill_tally(tally, stream.tally_lines, stream.stacks, log_file)
         except (StreamError, ValueError, IndexError, KeyError) as e:
             read_errors.append("allocsites-read: its output %s" % e)
         proc.stdout.close()
