@@ -19,13 +19,27 @@
  *     RT_PHASE_BEGIN(2); ... RT_PHASE_END(2); a phase of the program
  *     RT_PHASE_NAME(2, "parse");              at file scope: phase 2's name
  *
+ * Language runtimes (docs/probes.md, "Guest locations"):
+ *     RT_ALLOC_GUEST(p, size, tag, where(L)); RT_ALLOC, with the guest
+ *                                             program's location id;
+ *                                             where(L) runs only when the
+ *                                             allocation's event fires
+ *     if (RT_GUEST_ENABLED())                 a new location id: its
+ *         RT_GUEST(id, parent, line, "a.lua", "f");  frame, once
+ *     RT_GUEST_DISPATCH("^luaV_execute$");    at file scope: the native
+ *                                             frames the guest frames
+ *                                             stand for in --guest stacks
+ *
  * Events (perf names them sdt_rt:NAME):
- *     rt:alloc (void *ptr, size_t size, unsigned int tag)      every one
+ *     rt:alloc (void *ptr, size_t size, unsigned int tag,
+ *               unsigned long long guest)                      every one
+ *               (guest: the guest location id, 0: none)
  *     rt:free  (void *ptr, size_t size, unsigned int tag)
  *     rt:sample(void *ptr, size_t size, unsigned int tag,
  *               unsigned long long weight,
  *               unsigned long long rate,
- *               unsigned long long phase)                      sampled
+ *               unsigned long long phase,
+ *               unsigned long long guest)                      sampled
  *     rt:sample_free(void *ptr, unsigned long long weight)     a sampled
  *               block freed (RT_FREE, while rt:sample_free is recorded)
  *     rt:release(void *base, size_t len)  every live block in
@@ -35,6 +49,10 @@
  *     rt:phase_begin(unsigned int id), rt:phase_end(unsigned int id)
  *     rt:phase_track()  never fires: recorded, the phase markers keep
  *               the thread's phase for rt:sample instead of firing
+ *     rt:guest (unsigned long long id, unsigned long long parent,
+ *               unsigned long long line, const char *source,
+ *               const char *function)  a guest location's frame: its
+ *               caller's id (0: outermost), line, file and function
  *     rt:exit  (unsigned long long allocs, frees, samples, sample_frees,
  *               releases, commits, phases, untracked)          at exit
  * RT_ALLOC fires both rt:alloc and rt:sample: which one a profile gets
@@ -112,6 +130,21 @@
         __attribute__((used, section(".rt_skip"), aligned(4))) = {           \
             (unsigned int)sizeof(regex), regex}
 
+/* RT_GUEST_DISPATCH("^luaV_execute$"): at file scope, declares the
+ * runtime's dispatch loop (a regular expression, Python syntax, matched
+ * with re.search against function names): in --guest stacks, the native
+ * frames from the allocator out to the outermost frame that matches are
+ * replaced by the allocation's guest frames (memray's splicing). Without
+ * it the guest frames go on top of the whole native stack. A record in
+ * the ELF section .rt_guest_dispatch, laid out as .rt_skip. */
+#define RT_GUEST_DISPATCH(regex)                                              \
+    static const struct {                                                     \
+        unsigned int n;                                                       \
+        char s[sizeof(regex)];                                                \
+    } RT__UNIQUE(rt__guest_dispatch_)                                         \
+        __attribute__((used, section(".rt_guest_dispatch"), aligned(4))) = { \
+            (unsigned int)sizeof(regex), regex}
+
 /* RT_FREE(ptr) or RT_FREE(ptr, size, tag): the report takes a block's
  * size and tag from its allocation, so the one-argument form is all an
  * allocator needs; the three-argument form, the first one this header
@@ -128,9 +161,16 @@
 #define RT_ALLOC_ENABLED() 0
 #define RT_FREE_ENABLED() 0
 #define RT_SAMPLE_ENABLED() 0
+#define RT_GUEST_ENABLED() 0
 /* sizeof: the arguments count as used but are never evaluated. */
 #define RT_ALLOC(ptr, size, tag)                                              \
     ((void)sizeof(ptr), (void)sizeof(size), (void)sizeof(tag))
+#define RT_ALLOC_GUEST(ptr, size, tag, guest)                                 \
+    ((void)sizeof(ptr), (void)sizeof(size), (void)sizeof(tag),               \
+     (void)sizeof(guest))
+#define RT_GUEST(id, parent, line, source, function)                          \
+    ((void)sizeof(id), (void)sizeof(parent), (void)sizeof(line),             \
+     (void)sizeof(source), (void)sizeof(function))
 #define RT__FREE3(ptr, size, tag)                                             \
     ((void)sizeof(ptr), (void)sizeof(size), (void)sizeof(tag))
 #define RT_REALLOC(old, new, size, tag)                                       \
@@ -186,24 +226,45 @@
     ".size _.stapsdt.base, 1\n"                                               \
     ".popsection\n"                                                           \
     ".endif\n"
-/* rt:alloc, rt:free: (ptr, size, tag) */
+/* rt:alloc: (ptr, size, tag, guest) */
+#define RT__PROBE_ALLOC(ptr, size, tag, guest)                                \
+    __asm__ __volatile__(                                                     \
+        RT__SDT_NOTE(alloc, "8@%[p] 8@%[s] 4@%[t] 8@%[g]")                   \
+        : : [p] "r"((unsigned long long)(size_t)(ptr)),                       \
+            [s] "r"((unsigned long long)(size)), [t] "r"((unsigned int)(tag)), \
+            [g] "r"((unsigned long long)(guest)))
+/* rt:guest: (id, parent, line, source, function), the two names as
+ * pointers to NUL-terminated strings, which the recorder's uprobe copies
+ * (a fetch argument +0(%reg):string) */
+#define RT__PROBE_GUEST(id, parent, line, source, function)                   \
+    __asm__ __volatile__(                                                     \
+        RT__SDT_NOTE(guest, "8@%[i] 8@%[pa] 8@%[l] 8@%[s] 8@%[f]")           \
+        : : [i] "r"((unsigned long long)(id)),                                \
+            [pa] "r"((unsigned long long)(parent)),                           \
+            [l] "r"((unsigned long long)(line)),                              \
+            [s] "r"((unsigned long long)(size_t)(const char *)(source)),      \
+            [f] "r"((unsigned long long)(size_t)(const char *)(function)))
+/* rt:free: (ptr, size, tag) */
 #define RT__PROBE3(name, ptr, size, tag)                                      \
     __asm__ __volatile__(                                                     \
         RT__SDT_NOTE(name, "8@%[p] 8@%[s] 4@%[t]")                           \
         : : [p] "r"((unsigned long long)(size_t)(ptr)),                       \
             [s] "r"((unsigned long long)(size)), [t] "r"((unsigned int)(tag)))
-/* rt:sample: (ptr, size, tag, weight, rate, phase); rate is R, the mean
- * bytes between samples, so the report need not guess it from the
- * weights; phase is the thread's innermost phase id + 1 (0: none) while
- * phases are tracked (rt:phase_track recorded), else 0. */
-#define RT__PROBE_SAMPLE(ptr, size, tag, weight, rate, phase)                 \
+/* rt:sample: (ptr, size, tag, weight, rate, phase, guest); rate is R,
+ * the mean bytes between samples, so the report need not guess it from
+ * the weights; phase is the thread's innermost phase id + 1 (0: none)
+ * while phases are tracked (rt:phase_track recorded), else 0; guest as
+ * rt:alloc's. */
+#define RT__PROBE_SAMPLE(ptr, size, tag, weight, rate, phase, guest)          \
     __asm__ __volatile__(                                                     \
-        RT__SDT_NOTE(sample, "8@%[p] 8@%[s] 4@%[t] 8@%[w] 8@%[r] 8@%[ph]")   \
+        RT__SDT_NOTE(sample,                                                  \
+                     "8@%[p] 8@%[s] 4@%[t] 8@%[w] 8@%[r] 8@%[ph] 8@%[g]")     \
         : : [p] "r"((unsigned long long)(size_t)(ptr)),                       \
             [s] "r"((unsigned long long)(size)), [t] "r"((unsigned int)(tag)), \
             [w] "r"((unsigned long long)(weight)),                            \
             [r] "r"((unsigned long long)(rate)),                              \
-            [ph] "r"((unsigned long long)(phase)))
+            [ph] "r"((unsigned long long)(phase)),                            \
+            [g] "r"((unsigned long long)(guest)))
 /* rt:release, rt:commit, rt:decommit, rt:sample_free: two 8-byte
  * arguments (an address and a length or weight). */
 #define RT__PROBE2(name, first, second)                                       \
@@ -241,11 +302,12 @@
  *    probe's semaphore by its address in the note, and the kernel counts
  *    in those 2 bytes); the wider words below are aliases over them.
  *
- * Layout (byte offsets in the 24-byte block, aligned to 8):
+ * Layout (byte offsets in the 32-byte block, aligned to 8):
  *
  *      0 alloc        2 sample       4 exit         6 commit
  *      8 free        10 sample_free 12 release     14 decommit
  *     16 phase_begin 18 phase_track 20 phase_end   22 (padding)
+ *     24 guest       26 (padding to 32)
  *
  *   rt__alloc_semaphores   u32 at 0: alloc + sample, RT_ALLOC's one test
  *   rt__free_semaphores    u32 at 8: free + sample_free, RT_FREE's one
@@ -279,6 +341,7 @@ RT__DECLARE_SEM(decommit)
 RT__DECLARE_SEM(phase_begin)
 RT__DECLARE_SEM(phase_track)
 RT__DECLARE_SEM(phase_end)
+RT__DECLARE_SEM(guest)
 extern volatile unsigned int rt__alloc_semaphores
     __attribute__((visibility("hidden")));
 extern volatile unsigned int rt__free_semaphores
@@ -313,6 +376,8 @@ __asm__(".pushsection .probes,\"awG\",@progbits,rt_probes_semaphores,comdat\n"
         RT__SEM("phase_track")
         RT__SEM("phase_end")
         ".2byte 0\n"
+        RT__SEM("guest")
+        ".2byte 0\n.4byte 0\n"
         ".balign 8\n"
         ".popsection\n");
 
@@ -350,6 +415,14 @@ RT__DEFINE_ON(rt__on64, unsigned long long, "cmpq")
 #define RT_ALLOC_ENABLED() rt__on(&rt_alloc_semaphore)
 #define RT_FREE_ENABLED() rt__on(&rt_free_semaphore)
 #define RT_SAMPLE_ENABLED() rt__on(&rt_sample_semaphore)
+/* rt:guest is recorded: a runtime defines each new location id with
+ * RT_GUEST before the first allocation that names it */
+#define RT_GUEST_ENABLED() rt__on(&rt_guest_semaphore)
+#define RT_GUEST(id, parent, line, source, function)                          \
+    do {                                                                      \
+        if (RT_GUEST_ENABLED())                                               \
+            RT__PROBE_GUEST(id, parent, line, source, function);              \
+    } while (0)
 
 /* The thread's phases while rt:phase_track is recorded (sampled mode):
  * a stack of ids, one per thread for the whole program (weak, default
@@ -442,7 +515,8 @@ __attribute__((weak, visibility("hidden"), noinline, used)) void
 rt__phase_mark(void)
 {
     if (RT_SAMPLE_ENABLED()) {
-        RT__PROBE_SAMPLE(0, 0, 0, 0, rt__sample_rate(), rt__phase_current());
+        RT__PROBE_SAMPLE(0, 0, 0, 0, rt__sample_rate(), rt__phase_current(),
+                         0);
         rt__count(RT__FIRED_SAMPLE);
     }
 }
@@ -481,31 +555,42 @@ static void rt__phase_track_site(void) { RT__PROBE0(phase_track); }
 
 /* The sampled stream's probe sits here, in the allocator's own body like
  * rt:alloc, so both events share one call-site rule (the first frame
- * outside the function that holds the probe). */
-#define RT_ALLOC(ptr, size, tag)                                              \
+ * outside the function that holds the probe). guest (RT_ALLOC_GUEST) is
+ * evaluated at most once, and only for an allocation whose event fires:
+ * every one while rt:alloc is recorded, the sampled ones while
+ * rt:sample is. */
+#define RT_ALLOC_GUEST(ptr, size, tag, guest)                                 \
     do {                                                                      \
         if (rt__on32(&rt__alloc_semaphores)) {                                \
             /* each argument once, whichever events are recorded */          \
             unsigned long long rt__p = (unsigned long long)(size_t)(ptr);     \
             unsigned long long rt__size = (unsigned long long)(size);         \
             unsigned int rt__tag = (unsigned int)(tag);                       \
+            unsigned long long rt__g = 0;                                     \
+            int rt__g_known = 0;                                              \
             if (RT_ALLOC_ENABLED()) {                                         \
-                RT__FIRE(alloc, rt__p, rt__size, rt__tag)                     \
+                rt__g = (unsigned long long)(guest);                          \
+                rt__g_known = 1;                                              \
+                RT__PROBE_ALLOC(rt__p, rt__size, rt__tag, rt__g);             \
                 rt__count(RT__FIRED_ALLOC);                                   \
             }                                                                 \
             if (RT_SAMPLE_ENABLED()) {                                        \
                 unsigned long long rt__w = rt__sample_weight(rt__size);       \
                 if (rt__w) {                                                  \
+                    if (!rt__g_known)                                         \
+                        rt__g = (unsigned long long)(guest);                  \
                     RT__PROBE_SAMPLE(rt__p, rt__size, rt__tag, rt__w,         \
                                      rt__sample_rate(),                       \
-                                     rt__phase_current());                    \
+                                     rt__phase_current(), rt__g);             \
                     rt__count(RT__FIRED_SAMPLE);                              \
                     if (rt__on(&rt_sample_free_semaphore))                    \
                         (void)rt__live_insert_call(rt__p, rt__w);             \
                 }                                                             \
             }                                                                 \
+            (void)rt__g_known;                                                \
         }                                                                     \
     } while (0)
+#define RT_ALLOC(ptr, size, tag) RT_ALLOC_GUEST(ptr, size, tag, 0)
 /* While rt:sample_free is recorded, RT_ALLOC keeps each sampled pointer in
  * the table of rt_live.h and RT_FREE looks every freed pointer up there:
  * a sampled block's free fires rt:sample_free(ptr, weight). */

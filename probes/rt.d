@@ -18,16 +18,17 @@
  * checks it); `dtrace --no-pyparsing` skips the warning.
  */
 provider rt {
-	/* A block was allocated: its address, requested size, origin tag. */
-	probe alloc(void *ptr, size_t size, unsigned int tag);
+	/* A block was allocated: its address, requested size, origin tag,
+	 * and the guest program's location id (RT_ALLOC_GUEST; 0: none). */
+	probe alloc(void *ptr, size_t size, unsigned int tag, unsigned long long guest);
 	/* A block is about to be released: address, size and tag it had. */
 	probe free(void *ptr, size_t size, unsigned int tag);
 	/* A sampled allocation, fired by RT_ALLOC while recorded: weight is
 	 * the number of bytes it stands for, rate is R, the mean number of
 	 * bytes between samples; see docs/sampling.md; phase is the
 	 * thread's innermost phase id + 1 (0: none) while rt:phase_track is
-	 * recorded, else 0. */
-	probe sample(void *ptr, size_t size, unsigned int tag, unsigned long long weight, unsigned long long rate, unsigned long long phase);
+	 * recorded, else 0; guest as alloc's. */
+	probe sample(void *ptr, size_t size, unsigned int tag, unsigned long long weight, unsigned long long rate, unsigned long long phase, unsigned long long guest);
 	/* A block an earlier rt:sample reported is freed (fired by RT_FREE
 	 * while rt:sample_free is recorded): its address and that sample's
 	 * weight. */
@@ -45,6 +46,11 @@ provider rt {
 	/* Never fires: recorded (sampled mode), the phase markers keep the
 	 * thread's phase for rt:sample instead of firing phase_begin/end. */
 	probe phase_track();
+	/* A guest location (RT_GUEST): the frame of a language runtime's
+	 * program that id names, its caller's id (0: outermost), its line,
+	 * source file and function; fired once per id, before the first
+	 * allocation that names it. */
+	probe guest(unsigned long long id, unsigned long long parent, unsigned long long line, char *source, char *function);
 	/* The process exits: how many events of each kind this ELF file fired
 	 * while each was recorded (the report's end-to-end check; commits
 	 * counts commit and decommit, phases begin and end), and untracked:

@@ -36,11 +36,13 @@ def _u64(name):
     return (name, "unsigned long long", 8, False)
 
 
+_STR = ("string", "char *", 8, False)   # fetched as a string (guest)
+
 PROBES = (
-    Probe("alloc", (_PTR, _SIZE, _TAG), None),
+    Probe("alloc", (_PTR, _SIZE, _TAG, _u64("guest")), None),
     Probe("free", (_PTR, _SIZE, _TAG), 1),
     Probe("sample", (_PTR, _SIZE, _TAG, _u64("weight"), _u64("rate"),
-                     _u64("phase")), None),
+                     _u64("phase"), _u64("guest")), None),
     Probe("sample_free", (_PTR, _u64("weight")), 7),
     Probe("release", (("base", "void *", 8, False),
                       ("len", "size_t", 8, False)), 2),
@@ -51,6 +53,11 @@ PROBES = (
     # never fires: recorded, its semaphore tells the phase markers to
     # keep the thread's phase for rt:sample (sampled mode)
     Probe("phase_track", (), 10, fires=False),
+    # a guest location's frame (a language runtime's): an event of its
+    # own, its two names fetched as strings (record/probedefs.py)
+    Probe("guest", (_u64("id"), _u64("parent"), _u64("line"),
+                    ("source",) + _STR[1:], ("function",) + _STR[1:]),
+          None),
     Probe("exit", tuple(_u64(n) for n in (
         "allocs", "frees", "samples", "sample_frees", "releases", "commits",
         "phases", "untracked")), 9),
@@ -67,6 +74,9 @@ PLAIN_NAMES = {p.plain_kind: p.name for p in PROBES
 
 # The probes a recording can hold events of (rt:phase_track never fires).
 FIRING = tuple(p.name for p in PROBES if p.fires)
+# The events that define names, not allocations or frees: not in the
+# event log, nor in the end-to-end count.
+DEFINING = ("guest",)
 
 # The plain event's fields a..h: as many as the most arguments any of
 # its probes has (rt:exit's 8).

@@ -208,7 +208,9 @@ static const struct frament *frame_id(struct emitter *e, struct proc *p,
 	u32 has_addr = 0;
 	if (m && symbolize_pc(p, pc, m, &addr, &sym, &off) == 0 && sym)
 		has_addr = 1;
-	u32 dso = string_id(e, path ? path : "[unknown]");
+	/* a mapping without a path is perf's "[unknown]" (parse.raw_frames
+	 * takes an empty dso so) */
+	u32 dso = string_id(e, path && *path ? path : "[unknown]");
 	u32 symid = has_addr ? string_id(e, sym) : 0;
 	struct frament *f = xmalloc(sizeof(*f));
 	f->path = path;

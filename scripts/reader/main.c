@@ -156,7 +156,8 @@ static int on_sample(struct ctx *c, const u8 *rec, u32 size, u64 at)
 	u32 raw = 0;
 	if (n)
 		emit_stack(c->em, p, c->pcs, n, &raw);
-	tally_event(c->tally, s.attr->index, raw, s.pid, s.tid, s.time, args);
+	tally_event(c->tally, s.attr->index, raw, s.pid, s.tid, s.time, args,
+		    s.raw, s.raw_size);
 	return 0;
 }
 

@@ -17,6 +17,7 @@
  *               rest through unwind.c's libdw
  *   tally.c     each event into the report's tally and event log
  *   emit.c      the binary stream the Python side reads (native.py)
+ *   scan.c      --scan: one pass that counts what perfdata.Scan holds
  *   main.c      wires them together
  */
 #ifndef ALLOCSITES_READER_H
@@ -68,6 +69,7 @@ struct field {
 	char name[64];
 	u32 offset, size;
 	int is_signed;
+	int is_string;          /* __data_loc char[]: offset | length << 16 */
 };
 
 struct tpformat {
@@ -105,6 +107,10 @@ struct perffile {
 	struct tpformat *formats;
 	int compressed;         /* FEAT_COMPRESSED said zstd */
 	u64 tail_cut;           /* bytes of a last record cut short */
+	u64 decompressed;       /* bytes the zstd stream gave */
+	u64 stream_tail;        /* bytes of a record the zstd stream ends
+				 * inside (perf 6.1's -z can cut its last
+				 * compressed record short) */
 	u64 at;                 /* file offset of the record being read (of
 				 * its PERF_RECORD_COMPRESSED, inside one) */
 	u64 walk_base;          /* file offset of the read buffer's start */
@@ -164,6 +170,10 @@ int record_time(const struct perffile *pf, const u8 *rec, u32 size,
 		u64 *time);
 int parse_sample(const struct perffile *pf, const u8 *rec, u32 size,
 		 struct sample *s);
+
+/* scan.c: allocsites-read --scan [--times] FILE (the format is at the
+ * top of scan.c); returns the exit status. */
+int scan_main(int argc, char **argv);
 
 /* tracefmt.c: the formats of the tracepoints whose ids (the tracepoint
  * attrs' configs) are given; the others are not kept. */
@@ -243,8 +253,9 @@ struct tally *tally_new(struct emitter *em, int log_fd, u64 min_size,
 			int ndefs);
 void tally_def(struct tally *t, int index, const char *name,
 	       const struct tpformat *fmt);
+/* data, size: the sample's raw data, where its string fields lie */
 void tally_event(struct tally *t, int index, u32 raw, u32 pid, u32 tid,
-		 u64 time, const u64 *args);
+		 u64 time, const u64 *args, const u8 *data, u32 size);
 int tally_finish(struct tally *t);
 
 #endif

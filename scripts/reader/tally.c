@@ -30,10 +30,15 @@
  *   frees COUNT BYTES, phases_from_samples 0|1
  *   received PID KIND N  fired PID N...      per process, first seen
  *   thread TID LAST_TIME PHASE [FIRST_PHASE FIRST_TIME FIRST_PID]
- *   key RAW TAG          the log's keys, in their index order; RAW: the
- *                        stream's raw stack (0: no frames)
+ *   key RAW TAG GUEST    the log's keys, in their index order; RAW: the
+ *                        stream's raw stack (0: no frames); GUEST: the
+ *                        guest location id (0: none)
  *   exact KEY COUNT BYTES                     in the order first counted
  *   sampled KEY COUNT BYTES WEIGHT_BY_SIZE2 SAMPLES   (doubles as %.17g)
+ *   guest ID PARENT LINE SOURCE FUNCTION   each guest location's first
+ *                        definition (rt:guest), in the order seen; the
+ *                        names percent-encoded ("%" alone: empty, "-":
+ *                        none)
  *   log EVENTS FIRST_TIME LAST_TIME
  *   chunk OFFSET N_kinds N_times N_pids N_tids N_a N_b N_sizes N_keyidx
  */
@@ -47,7 +52,7 @@
 /* read/eventlog.py's KINDS, in its order (the log's kind column) */
 enum { K_ALLOC, K_FREE, K_SAMPLE, K_SAMPLE_FREE, K_RELEASE, K_COMMIT,
        K_DECOMMIT, K_PHASE_BEGIN, K_PHASE_END, K_EXIT, NKINDS,
-       K_PLAIN = NKINDS, K_NONE = -1 };
+       K_PLAIN = NKINDS, K_GUEST, K_NONE = -1 };
 static const char *const kind_names[NKINDS] = {
 	"alloc", "free", "sample", "sample_free", "release", "commit",
 	"decommit", "phase_begin", "phase_end", "exit" };
@@ -59,6 +64,10 @@ static const int counted_as[NKINDS] = {
 static const char *counted_name(int k)
 {
 	return k == K_PHASE_BEGIN ? "phase" : kind_names[k];
+}
+static const char *kind_name(int k)
+{
+	return k == K_GUEST ? "guest" : kind_names[k];
 }
 /* contract.py's plain kinds (the immediates of sdt_rt:plain), the
  * firing ones; test_contract.py checks this table against it */
@@ -74,8 +83,9 @@ static const struct { u64 value; int kind; } plain_kinds[] = {
 typedef unsigned __int128 u128;
 
 struct def {
-	int kind;               /* K_*, K_PLAIN, or K_NONE */
+	int kind;               /* K_*, K_PLAIN, K_GUEST or K_NONE */
 	int arg[NARGS + 1];     /* arg[i]: field index of argi (plain: a..h) */
+	u8 string[NARGS + 1];   /* argi is a string (__data_loc) */
 	int kind_field;         /* the plain event's "kind" */
 };
 
@@ -96,12 +106,13 @@ struct process {
 	u64 recv[NKINDS];
 	int seen_recv;          /* index into the order of processes */
 	int nfired;             /* rt:exit's counts summed (3 or 8) */
-	u64 fired[NARGS];
+	unsigned __int128 fired[NARGS];   /* past 2^64 as Python's ints */
 	int seen_fired;
 };
 
 struct key {
 	u32 raw, tag;
+	u64 guest;              /* the guest location id (0: none) */
 	u8 exact_counted, sampled_counted;
 	u64 count;
 	u128 bytes;
@@ -149,6 +160,13 @@ struct tally {
 	size_t chunks_len, chunks_cap;
 	int write_error;
 	u64 seen;               /* events, for the progress blocks */
+	/* the guest locations defined (rt:guest) */
+	u64 *guest_ids;
+	u8 *guest_used;
+	size_t nguests, cap_guests;
+	FILE *guest_text;
+	char *guest_buf;
+	size_t guest_len;
 };
 
 static void *xcalloc(size_t n, size_t size)
@@ -189,8 +207,8 @@ static int kind_of_name(const char *name)
 	if (strncmp(name, prefix, sizeof(prefix) - 1))
 		return K_NONE;
 	name += sizeof(prefix) - 1;
-	for (int k = 0; k <= NKINDS; k++) {
-		const char *kn = k == NKINDS ? "plain" : kind_names[k];
+	for (int k = 0; k <= K_GUEST; k++) {
+		const char *kn = k == NKINDS ? "plain" : kind_name(k);
 		size_t l = strlen(kn);
 		if (strncmp(name, kn, l))
 			continue;
@@ -256,6 +274,7 @@ void tally_def(struct tally *t, int index, const char *name,
 		} else if (!strncmp(fn, "arg", 3) && fn[3] >= '1' &&
 			   fn[3] <= '0' + NARGS && !fn[4]) {
 			d->arg[fn[3] - '0'] = f;
+			d->string[fn[3] - '0'] = (u8)fmt->fields[f].is_string;
 		}
 	}
 }
@@ -336,14 +355,20 @@ static void receive(struct tally *t, struct process *p, int kind)
 }
 
 /* The key (raw stack, tag): its index in the log's keys, made when new */
-static u32 key_of(struct tally *t, u32 raw, u32 tag)
+static u64 key_hash(u32 raw, u32 tag, u64 guest)
+{
+	return mix(((u64)raw << 32 | tag) ^ mix(guest + 0x9e3779b97f4a7c15ull));
+}
+
+static u32 key_of(struct tally *t, u32 raw, u32 tag, u64 guest)
 {
 	if (2 * (t->nkeys + 1) > t->cap_keys) {
 		size_t cap = t->cap_keys * 2;
 		u32 *slots = xcalloc(cap, sizeof(u32));
 		for (size_t i = 0; i < t->nkeys; i++) {
 			const struct key *k = &t->keys[i];
-			size_t j = mix((u64)k->raw << 32 | k->tag) & (cap - 1);
+			size_t j = key_hash(k->raw, k->tag, k->guest) &
+				(cap - 1);
 			while (slots[j])
 				j = (j + 1) & (cap - 1);
 			slots[j] = (u32)i + 1;
@@ -352,10 +377,10 @@ static u32 key_of(struct tally *t, u32 raw, u32 tag)
 		t->key_slots = slots;
 		t->cap_keys = cap;
 	}
-	size_t j = mix((u64)raw << 32 | tag) & (t->cap_keys - 1);
+	size_t j = key_hash(raw, tag, guest) & (t->cap_keys - 1);
 	while (t->key_slots[j]) {
 		const struct key *k = &t->keys[t->key_slots[j] - 1];
-		if (k->raw == raw && k->tag == tag)
+		if (k->raw == raw && k->tag == tag && k->guest == guest)
 			return t->key_slots[j] - 1;
 		j = (j + 1) & (t->cap_keys - 1);
 	}
@@ -371,6 +396,7 @@ static u32 key_of(struct tally *t, u32 raw, u32 tag)
 	memset(k, 0, sizeof(*k));
 	k->raw = raw;
 	k->tag = tag;
+	k->guest = guest;
 	t->key_slots[j] = (u32)++t->nkeys;
 	return (u32)t->nkeys - 1;
 }
@@ -506,10 +532,101 @@ static void track_phase(struct tally *t, struct thread *th, u64 phase,
 	th->phase_set = 1;
 }
 
+/* ------------------------------------------------------------ guests */
+
+/* A string field's text (its __data_loc: offset | length << 16, inside
+ * the raw data), with its NUL; NULL where the field is not a string or
+ * lies outside the data (parse.py: not a str). *len: its length. */
+struct str { const char *s; u32 len; };
+static struct str string_arg(const struct def *d, int i, const u64 *v,
+			     const u8 *data, u32 size)
+{
+	struct str r = { NULL, 0 };
+	if (d->arg[i] < 0 || !d->string[i])
+		return r;
+	u32 off = (u32)(v[i] & 0xffff), len = (u32)(v[i] >> 16 & 0xffff);
+	if (off > size || len > size - off)
+		return r;
+	r.s = (const char *)data + off;
+	/* perf script hands the string up to its NUL */
+	const char *nul = memchr(r.s, 0, len);
+	r.len = nul ? (u32)(nul - r.s) : len;
+	return r;
+}
+
+/* Tally.guests: the first definition of each id, in the order seen;
+ * kept as the TALLY lines it becomes ("guest ID PARENT LINE SOURCE
+ * FUNCTION", the names percent-encoded, "-" for none). */
+static void put_name(struct tally *t, struct str s)
+{
+	if (!s.s) {
+		fputs(" -", t->guest_text);
+		return;
+	}
+	fputc(' ', t->guest_text);
+	if (!s.len)
+		fputs("%", t->guest_text);   /* "": a lone % */
+	for (u32 i = 0; i < s.len; i++) {
+		unsigned char c = (unsigned char)s.s[i];
+		if (c <= ' ' || c == '%' || c >= 0x7f || (i == 0 && c == '-'))
+			fprintf(t->guest_text, "%%%02X", c);
+		else
+			fputc(c, t->guest_text);
+	}
+}
+
+static void guest_def(struct tally *t, u64 id, u64 parent, u64 line,
+		      struct str source, struct str function)
+{
+	/* ids seen: open addressing on the id */
+	if (2 * (t->nguests + 1) > t->cap_guests) {
+		size_t cap = t->cap_guests ? 2 * t->cap_guests : 1024;
+		u64 *slots = xcalloc(cap, sizeof(u64));
+		u8 *used = xcalloc(cap, 1);
+		for (size_t i = 0; i < t->cap_guests; i++) {
+			if (!t->guest_used[i])
+				continue;
+			size_t j = mix(t->guest_ids[i]) & (cap - 1);
+			while (used[j])
+				j = (j + 1) & (cap - 1);
+			slots[j] = t->guest_ids[i];
+			used[j] = 1;
+		}
+		free(t->guest_ids);
+		free(t->guest_used);
+		t->guest_ids = slots;
+		t->guest_used = used;
+		t->cap_guests = cap;
+	}
+	size_t j = mix(id) & (t->cap_guests - 1);
+	while (t->guest_used[j]) {
+		if (t->guest_ids[j] == id)
+			return;
+		j = (j + 1) & (t->cap_guests - 1);
+	}
+	t->guest_ids[j] = id;
+	t->guest_used[j] = 1;
+	t->nguests++;
+	if (!t->guest_text) {
+		t->guest_text = open_memstream(&t->guest_buf, &t->guest_len);
+		if (!t->guest_text) {
+			fprintf(stderr, "allocsites-read: out of memory (the "
+				"tally)\n");
+			exit(1);
+		}
+	}
+	fprintf(t->guest_text, "guest %llu %llu %llu", (unsigned long long)id,
+		(unsigned long long)parent, (unsigned long long)line);
+	put_name(t, source);
+	put_name(t, function);
+	fputc('\n', t->guest_text);
+}
+
 /* ------------------------------------------------------------ an event */
 
 void tally_event(struct tally *t, int index, u32 raw, u32 pid,
-		 u32 tid, u64 time, const u64 *args)
+		 u32 tid, u64 time, const u64 *args, const u8 *data,
+		 u32 data_size)
 {
 	if (++t->seen % 65536 == 0)
 		emit_progress(t->em, t->seen);
@@ -538,6 +655,7 @@ void tally_event(struct tally *t, int index, u32 raw, u32 pid,
 	}
 	/* parse.event_from_perf: the arguments each kind must have */
 	u64 ptr = v[1], size = v[2], weight = 0, rate = 0, phase = 0;
+	u64 guest = 0;
 	u32 tag = 0;
 	int has_rate = 0, has_phase = 0, nexit = 0;
 	switch (kind) {
@@ -552,6 +670,15 @@ void tally_event(struct tally *t, int index, u32 raw, u32 pid,
 		rate = v[5];
 		has_phase = has[6];
 		phase = v[6];
+		/* the guest location: alloc's fourth argument, sample's
+		 * seventh (absent from an older header's: 0) */
+		guest = kind == K_ALLOC ? v[4] : v[7];
+		break;
+	case K_GUEST:
+		if (!has[1] || !has[2] || !has[3]) {
+			t->malformed++;
+			return;
+		}
 		break;
 	case K_EXIT:
 		for (int i = 1; i <= NARGS; i++)
@@ -587,6 +714,13 @@ void tally_event(struct tally *t, int index, u32 raw, u32 pid,
 	}
 	th->has_last = 1;
 	th->last = time;
+	if (kind == K_GUEST) {   /* a name, not an event of the log */
+		count(&t->events, (u64)kind, 0);
+		guest_def(t, v[1], v[2], v[3],
+			  string_arg(d, 4, v, data, data_size),
+			  string_arg(d, 5, v, data, data_size));
+		return;
+	}
 	if (kind == K_EXIT) {
 		int padding = 1;
 		for (int i = 1; i <= nexit; i++)
@@ -635,7 +769,7 @@ void tally_event(struct tally *t, int index, u32 raw, u32 pid,
 	int sized = kind == K_ALLOC || (size > 0 && weight > 0);
 	u32 key = 0;
 	if (sized) {
-		key = key_of(t, raw, tag);
+		key = key_of(t, raw, tag, guest);
 		if (kind == K_ALLOC)
 			log_event(t, K_ALLOC, time, pid, tid, ptr, size, 1, key,
 				  0);
@@ -698,7 +832,7 @@ static void put_counter(FILE *f, const char *what,
 				(unsigned long long)c->key[i],
 				(unsigned long long)c->value[i]);
 		else
-			fprintf(f, "%s %s %llu\n", what, kind_names[c->key[i]],
+			fprintf(f, "%s %s %llu\n", what, kind_name((int)c->key[i]),
 				(unsigned long long)c->value[i]);
 	}
 }
@@ -761,8 +895,10 @@ int tally_finish(struct tally *t)
 	qsort(ps, np, sizeof(*ps), by_fired);
 	for (size_t i = 0; i < np; i++) {
 		fprintf(f, "fired %u", ps[i]->pid);
-		for (int j = 0; j < ps[i]->nfired; j++)
-			fprintf(f, " %llu", (unsigned long long)ps[i]->fired[j]);
+		for (int j = 0; j < ps[i]->nfired; j++) {
+			fputc(' ', f);
+			put128(f, ps[i]->fired[j]);
+		}
 		fputc('\n', f);
 	}
 	free(ps);
@@ -784,7 +920,8 @@ int tally_finish(struct tally *t)
 		fputc('\n', f);
 	}
 	for (size_t i = 0; i < t->nkeys; i++)
-		fprintf(f, "key %u %u\n", t->keys[i].raw, t->keys[i].tag);
+		fprintf(f, "key %u %u %llu\n", t->keys[i].raw, t->keys[i].tag,
+			(unsigned long long)t->keys[i].guest);
 	for (size_t i = 0; i < t->nexact; i++) {
 		const struct key *k = &t->keys[t->exact_order[i]];
 		fprintf(f, "exact %u %llu ", t->exact_order[i],
@@ -805,6 +942,15 @@ int tally_finish(struct tally *t)
 		(unsigned long long)t->last_time);
 	if (t->chunks_len)
 		fwrite(t->chunks, 1, t->chunks_len, f);
+	if (t->guest_text) {
+		if (fclose(t->guest_text)) {
+			fprintf(stderr, "allocsites-read: out of memory (the "
+				"tally)\n");
+			exit(1);
+		}
+		t->guest_text = NULL;
+		fwrite(t->guest_buf, 1, t->guest_len, f);
+	}
 	if (fclose(f)) {
 		fprintf(stderr, "allocsites-read: out of memory (the tally)\n");
 		exit(1);

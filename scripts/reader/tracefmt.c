@@ -69,9 +69,19 @@ static int parse_field(const char *line, size_t len, struct field *f)
 	if (!decl || !semi || !off || !size)
 		return -1;
 	*semi = 0;
+	/* a dynamic string (a uprobe's :string fetch) is "__data_loc
+	 * char[] name": its value is a u32, the string's offset in the raw
+	 * data and its length above */
+	f->is_string = strstr(decl, "__data_loc") != NULL;
 	char *br = strchr(decl, '[');
-	if (br)
+	if (br && f->is_string) {
+		char *close = strchr(br, ']');
+		if (!close)
+			return -1;
+		memmove(br, close + 1, strlen(close + 1) + 1);
+	} else if (br) {
 		*br = 0;
+	}
 	char *end = decl + strlen(decl);
 	while (end > decl && end[-1] == ' ')
 		*--end = 0;

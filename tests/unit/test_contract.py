@@ -20,7 +20,7 @@ from allocsites_lib.read import eventlog, native, parse  # noqa: E402
 from allocsites_lib.record import probedefs  # noqa: E402
 
 # rt.d's C types on x86-64: (size, signed)
-C_TYPES = {"void *": (8, False), "size_t": (8, False),
+C_TYPES = {"void *": (8, False), "size_t": (8, False), "char *": (8, False),
            "unsigned int": (4, False), "unsigned long long": (8, False)}
 
 
@@ -62,7 +62,7 @@ class ContractTable(unittest.TestCase):
         self.assertEqual(len(codes), len(set(codes)), "a kind number twice")
         # every probe without a call graph is in the plain event
         for p in contract.PROBES:
-            if p.name not in ("alloc", "sample"):
+            if p.name not in ("alloc", "sample") + contract.DEFINING:
                 self.assertIn(p.name, contract.PLAIN_KINDS)
 
     def test_event_names_parse(self):
@@ -73,7 +73,7 @@ class ContractTable(unittest.TestCase):
         self.assertIsNone(parse.event_kind("sdt_rt:phase_track"))
 
     def test_the_event_log_and_the_sweep_have_every_kind(self):
-        logged = set(contract.FIRING) - {"phase_track"}
+        logged = set(contract.FIRING) - set(contract.DEFINING)
         self.assertEqual(set(eventlog.KINDS), logged)
         # scripts/sweep/sweep.h numbers the kinds as eventlog.KINDS does
         enum = re.search(r"enum\s*\{\s*(K_ALLOC[^}]*)\}",
@@ -107,8 +107,8 @@ class ContractTable(unittest.TestCase):
                          contract.EXIT_COUNTS)
         self.assertEqual(completeness.KINDS, contract.EXIT_COUNTS)
         counted = {completeness.COUNTED_AS.get(k, k)
-                   for k in contract.FIRING if k not in ("exit",
-                                                         "phase_track")}
+                   for k in contract.FIRING
+                   if k not in contract.DEFINING + ("exit",)}
         self.assertEqual(counted, set(contract.EXIT_COUNTS))
 
     def test_the_readers_hold_every_argument(self):

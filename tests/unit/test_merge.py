@@ -8,7 +8,7 @@ import pickle
 
 from allocsites_lib.analyze import fold
 from allocsites_lib.analyze.fold import Tally
-from allocsites_lib.read.parse import Event
+from allocsites_lib.read.parse import Event, GuestFrames
 from fixtures import raw
 
 A = (raw(0x10, "rt_alloc"), raw(0x20, "parse"), raw(0x30, "main"))
@@ -29,8 +29,9 @@ def exit_ev(pid, time, counts):
 # --min-size 4), frees, no_callchain, duplicates (same tid and time twice),
 # _last_time, _sample_phase and phases_from_samples (a sample in a tracked
 # phase), received (every event of process 1), fired (rt:exit of
-# two ELF files of process 1, in two time ranges) and padding (an rt:exit
-# whose counts are all 2^64-1, include/rt_exit.h).
+# two ELF files of process 1, in two time ranges), padding (an rt:exit
+# whose counts are all 2^64-1, include/rt_exit.h) and guests (rt:guest's
+# definitions, the first of an id kept, and an allocation at one).
 EVENTS = [
     ev("alloc", 16, 1, 100), ev("alloc", 16, 1, 100),    # a duplicate
     ev("alloc", 2, 1, 110),                               # filtered
@@ -43,6 +44,11 @@ EVENTS = [
     ev("sample", 10, 2, 250, weight=4096, phase=3),   # in phase 2 (tracked)
     exit_ev(1, 260, (5, 2, 3)), exit_ev(1, 270, (2, 0, 0)),
     exit_ev(1, 280, (fold.EXIT_PADDING,) * 8),            # padding
+    Event("guest", 1, 1, 0, 0, None, (), None, 290,
+          (7, 0, 12, "a.lua", "f")),
+    ev("alloc", 24, 1, 300, GuestFrames(A, 7)),
+    Event("guest", 1, 2, 0, 0, None, (), None, 310,
+          (7, 0, 99, "b.lua", "g")),                      # not kept
 ]
 
 

@@ -36,6 +36,13 @@ void use(void *ptr, size_t size, unsigned int tag)
     %(sample)s
     (void)weight;
 }
+void use_guest(void *ptr, size_t size, unsigned int tag,
+               unsigned long long weight, char *source, char *function);
+void use_guest(void *ptr, size_t size, unsigned int tag,
+               unsigned long long weight, char *source, char *function)
+{
+    %(guest)s
+}
 static char block[24];
 int main(void) { use(block, sizeof block, 3); return 0; }
 """
@@ -43,7 +50,11 @@ int main(void) { use(block, sizeof block, 3); return 0; }
 ARG_RE = re.compile(r"(-?)(\d+)@")
 
 PROBES = ("alloc", "free", "sample", "sample_free", "release", "commit",
-          "decommit", "phase_begin", "phase_end", "phase_track", "exit")
+          "decommit", "phase_begin", "phase_end", "phase_track", "exit",
+          "guest")
+# The header's guest probes, in a runtime's calls
+GUEST_H = ("RT_ALLOC_GUEST(ptr, size, tag, weight);"
+           " RT_GUEST(weight, weight, weight, source, function);")
 
 
 def signature(path):
@@ -108,27 +119,37 @@ class ProbeContract(unittest.TestCase):
         # rt_probes.h fires rt:sample from RT_ALLOC, rt:sample_free from
         # RT_FREE and rt:exit from a destructor; dtrace's header has a
         # macro of its own for each.
-        from_d = self.cc(USE % {"include": '#include "rt_gen.h"',
-                                "sample": "RT_SAMPLE(ptr, size, tag, weight, weight, weight);"
+        from_d = self.cc(USE.replace("RT_ALLOC(ptr, size, tag)",
+                                     "RT_ALLOC(ptr, size, tag, 0)") % {
+                                "include": '#include "rt_gen.h"',
+                                "guest": "RT_ALLOC(ptr, size, tag, weight);"
+                                         " RT_GUEST(weight, weight, weight,"
+                                         " source, function);",
+                                "sample": "RT_SAMPLE(ptr, size, tag, weight, weight, weight, weight);"
                                           " RT_PHASE_TRACK();"
                                           " RT_SAMPLE_FREE(ptr, weight);"
                                           " RT_EXIT(weight, weight, weight, weight,"
                                           " weight, weight, weight, weight);"},
                          "from_d", sem)
         from_h = self.cc(USE % {"include": '#include "rt_probes.h"',
-                                "sample": ""}, "from_h",
+                                "sample": "", "guest": GUEST_H}, "from_h",
                          "-std=c99", "-Wall", "-Wextra", "-pedantic")
         want = signature(from_d)
         self.assertEqual(set(want), {("rt", n) for n in PROBES})
         self.assertEqual(signature(from_h), want)
         # And the .d file declares what the header documents.
         self.assertEqual(d_probes(), {
-            "alloc": ["void *ptr", "size_t size", "unsigned int tag"],
+            "alloc": ["void *ptr", "size_t size", "unsigned int tag",
+                      "unsigned long long guest"],
             "free": ["void *ptr", "size_t size", "unsigned int tag"],
             "sample": ["void *ptr", "size_t size", "unsigned int tag",
                        "unsigned long long weight",
                        "unsigned long long rate",
-                       "unsigned long long phase"],
+                       "unsigned long long phase",
+                       "unsigned long long guest"],
+            "guest": ["unsigned long long id", "unsigned long long parent",
+                      "unsigned long long line", "char *source",
+                      "char *function"],
             "sample_free": ["void *ptr", "unsigned long long weight"],
             "release": ["void *base", "size_t len"],
             "commit": ["void *ptr", "size_t size"],
@@ -170,7 +191,8 @@ class ProbeContract(unittest.TestCase):
         # bpftrace lists them where it is installed), for the new forms
         # (RT_FREE(p), RT_REALLOC) as for the first ones.
         use = USE % {"include": '#include "rt_probes.h"',
-                     "sample": "RT_FREE(ptr); RT_REALLOC(ptr, ptr, size, tag);"}
+                     "sample": "RT_FREE(ptr); RT_REALLOC(ptr, ptr, size, tag);",
+                     "guest": GUEST_H}
         for name, compiler, std in (("notes_c", "gcc", "-std=c99"),
                                     ("notes_cxx", "g++", "-std=c++11")):
             prog = self.cc(use, name, std, compiler=compiler)
@@ -194,7 +216,8 @@ class ProbeContract(unittest.TestCase):
                         set(PROBES))
 
     def test_arguments_are_registers(self):
-        prog = self.cc(USE % {"include": '#include "rt_probes.h"', "sample": ""}, "regs")
+        prog = self.cc(USE % {"include": '#include "rt_probes.h"', "sample": "",
+                              "guest": GUEST_H}, "regs")
         image = elf.open_elf(prog)
         for _, name, _, _, args in elf.stapsdt_probes(image):
             for operand in args.split():
@@ -202,7 +225,8 @@ class ProbeContract(unittest.TestCase):
                                  "%s: %s is not a register" % (name, operand))
 
     def test_compiles_clean_in_c_and_cpp(self):
-        use = USE % {"include": '#include "rt_probes.h"', "sample": ""}
+        use = USE % {"include": '#include "rt_probes.h"', "sample": "",
+                              "guest": GUEST_H}
         strict = ["-Wall", "-Wextra", "-pedantic", "-Werror"]
         for std in ("-std=c99", "-std=c11"):
             self.cc(use, "c" + std[-2:], std, *strict, link=False)
@@ -249,7 +273,8 @@ class ProbeContract(unittest.TestCase):
                         self.assertEqual(sig[("myapp", "tick")][1], other_sem)
 
     def test_disabled_build_has_no_probes_and_no_code(self):
-        prog = self.cc(USE % {"include": '#include "rt_probes.h"', "sample": ""}, "off",
+        prog = self.cc(USE % {"include": '#include "rt_probes.h"', "sample": "",
+                              "guest": GUEST_H}, "off",
                        "-DRT_PROBES_DISABLE", "-Wall", "-Wextra", "-Werror")
         self.assertEqual(elf.stapsdt_probes(elf.open_elf(prog)), [])
         self.assertNotIn(".probes", elf.open_elf(prog).sections)
@@ -302,8 +327,13 @@ void *site(unsigned long n)
         self.assertRegex(added[0], r"^cmpl\s+\$0x0,0x0\(%rip\)")
         # RT_RELEASE tests four semaphores as one 8-byte word, the phase
         # markers three (begin, track, end), the others their own; none
-        # evaluates its arguments when off.
-        for call, cmp in (("RT_RELEASE(p, n * 3 + 1)", "cmpq"),
+        # evaluates its arguments when off: RT_ALLOC_GUEST's guest
+        # location (a call into the runtime) included.
+        for call, cmp in (("RT_ALLOC_GUEST(p, n, 1, (unsigned long long)"
+                           "get(n * 7))", "cmpl"),
+                          ("RT_GUEST(n, n + 1, n + 2, (char *)get(n),"
+                           " (char *)get(n + 1))", "cmpw"),
+                          ("RT_RELEASE(p, n * 3 + 1)", "cmpq"),
                           ("RT_COMMIT(p, n * 3 + 1)", "cmpw"),
                           ("RT_DECOMMIT(p, n * 3 + 1)", "cmpw"),
                           ("RT_PHASE_BEGIN(n >> 4)", "cmpq"),
@@ -323,7 +353,7 @@ void *site(unsigned long n)
 
     def test_semaphores_are_hidden_adjacent_and_in_probes_section(self):
         prog = self.cc(USE % {"include": '#include "rt_probes.h"',
-                              "sample": ""}, "sem")
+                              "sample": "", "guest": GUEST_H}, "sem")
         syms = subprocess.run(["readelf", "-sW", prog], stdout=subprocess.PIPE,
                               universal_newlines=True, check=True).stdout
         found = {}
@@ -344,7 +374,8 @@ void *site(unsigned long n)
         self.assertEqual(offsets, {
             "alloc": 0, "sample": 2, "exit": 4, "commit": 6,
             "free": 8, "sample_free": 10, "release": 12, "decommit": 14,
-            "phase_begin": 16, "phase_track": 18, "phase_end": 20})
+            "phase_begin": 16, "phase_track": 18, "phase_end": 20,
+            "guest": 24})
         sizes = {}
         for line in syms.splitlines():
             parts = line.split()

@@ -11,7 +11,8 @@ import collections
 import os
 
 from ..render import flamegraph, pprofout, timeline_series
-from . import completeness, liveview, liveness, threads
+from . import completeness, guest, liveview, liveness, threads
+from ..read import parse
 
 from ..read.elf import tag_names
 from .fold import fold, tag_selected
@@ -112,8 +113,17 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     bad_options = []   # option values that name nothing: exit status 2
     sweep, live_summary, entries, live, selected = liveness_of(
         tally, opts, phase_names, mode, warnings, bad_options)
+    guest_view = None
+    if getattr(opts, "guest", None):
+        guest_view = guest.GuestView(tally.guests, guest.dispatch_regex(
+            tally, symbolizer, getattr(opts, "guest_dispatch", None)))
+        if not tally.guests and not any(
+                parse.guest_of(f) for f, _ in tally.keys()):
+            warnings.append("--guest: this recording has no guest "
+                            "locations (RT_ALLOC_GUEST, RT_GUEST): every "
+                            "allocation is [interpreter]'s")
     result = fold(tally, symbolizer, names, skip, tags, opts.depth, mode,
-                  entries=entries, live=live)
+                  entries=entries, live=live, guest=guest_view)
     live_summary = selected_liveness(
         live_summary, result, opts, sweep,
         lambda key: tag_selected(key[1], names, tags))
@@ -130,6 +140,10 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                "depth": opts.depth, "top": opts.top, "skip": opts.skip,
                # RT_SKIP's, in effect as --skip is (appended to the contract)
                "skip_declared": [r for r, _ in declared]}
+    if guest_view is not None:   # only then: other reports' JSON as before
+        filters["guest"] = True
+        filters["guest_dispatch"] = guest_view.dispatch.pattern \
+            if guest_view.dispatch else None
     check = completeness.verdict(tally.received, tally.fired, lost,
                                  lost_reason, read_errors, tally.malformed,
                                  interrupted, attached, tail_cut, unseen,
@@ -150,7 +164,8 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
             tally, symbolizer, names, mode,
             sampling["sample_bytes"] if sampling else 0, tags,
             entries=entries, live=live, skip=skip, phased=phased,
-            threads=by_thread, **recording_span(tally, data))
+            threads=by_thread, guest=guest_view,
+            **recording_span(tally, data))
     report = Report(mode=mode, profile=result, events=dict(tally.events),
                     malformed=tally.malformed, lost=lost,
                     lost_reason=lost_reason, frees=tuple(tally.frees),

@@ -143,6 +143,9 @@ class Tally:
         # (summed over its ELF files), as [allocs, frees, samples].
         self.received = collections.defaultdict(collections.Counter)
         self.fired = {}
+        # A language runtime's guest locations (rt:guest): id -> (parent
+        # id, line, source, function), its first definition
+        self.guests = {}
 
     @property
     def duplicates(self):
@@ -198,6 +201,10 @@ class Tally:
                 self.duplicate_kinds[kind] += 1
                 return
             last[tid] = time
+        if kind == "guest":   # a name (weight: its definition)
+            self.events[kind] += 1
+            self.guests.setdefault(weight[0], tuple(weight[1:]))
+            return
         if kind == "exit" and weight and \
                 all(n == EXIT_PADDING for n in weight):
             self.padding += 1   # include/rt_exit.h: not an exit
@@ -391,6 +398,7 @@ MERGE_RULES = {
     "_sample_phase": lambda _name, mine, theirs: {**mine, **theirs},
     "_first_sample_phase": lambda _name, mine, theirs: {**theirs, **mine},
     "phases_from_samples": lambda _name, mine, theirs: mine or theirs,
+    "guests": lambda _name, mine, theirs: {**theirs, **mine},
 }
 
 
@@ -457,7 +465,7 @@ def call_site_stack(logical, skip_re):
 
 
 def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
-         mode="exact", entries=None, live=None):
+         mode="exact", entries=None, live=None, guest=None):
     """Sum a Tally per call site.
 
     tag_names: {tag: name}; skip: regex str for wrapper functions; tags:
@@ -465,7 +473,8 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
     at most this many frames of each stack (the site and its callers);
     entries: {key: entry} to fold instead of the tally's (one phase's);
     live: {key: liveness.KeyLive} to sum per site and stack as well
-    (None: no frees recorded, the liveness fields stay None)."""
+    (None: no frees recorded, the liveness fields stay None); guest: a
+    guest.GuestView: sites by guest location, stacks spliced (--guest)."""
     tag_names = tag_names or {}
     skip_re = re.compile(skip) if skip else None
     if entries is None:
@@ -483,6 +492,8 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
         label = tag_label(tag, tag_names)
         logical = [f for raw in frames for f in symbolizer.frames(raw)]
         chain = call_site_stack(logical, skip_re)
+        if guest is not None:
+            chain = guest.splice(parse.guest_of(frames), chain)
         if logical and not reaches_root(logical):
             truncated += count
             if chain:

@@ -124,6 +124,19 @@ def add_report_options(p):
                      help="a function matching REGEX (re.search on its name) "
                           "that directly calls the allocator is a wrapper: "
                           "charge its caller instead (repeatable)")
+    gst = p.add_argument_group("language runtimes")
+    gst.add_argument("--guest", action="store_true", default=None,
+                     help="sites by the guest program's location (the "
+                          "script line a runtime's RT_ALLOC_GUEST gave), "
+                          "[interpreter] for the runtime's own; stacks "
+                          "with the guest frames spliced in")
+    gst.add_argument("--guest-dispatch", action="append", type=_regex,
+                     metavar="REGEX",
+                     help="with --guest: the runtime's dispatch loop "
+                          "(re.search on native function names), whose "
+                          "frames and those inside it the guest frames "
+                          "replace (as RT_GUEST_DISPATCH declares it; "
+                          "repeatable)")
     p.add_argument("--title", default=None, help="flame graph title")
     p.add_argument("--stacks", metavar="SITE", default=None,
                    help="also print the call stacks that reach SITE (a "
@@ -144,7 +157,8 @@ REPORT_FLAGS = (
     ("top", "--top", "value"), ("skip", "--skip", "list"),
     ("title", "--title", "value"), ("stacks", "--stacks", "value"),
     ("timeline", "--timeline", "value"), ("sort", "--sort", "value"),
-    ("phase", "--phase", "value"),
+    ("phase", "--phase", "value"), ("guest", "--guest", "flag"),
+    ("guest_dispatch", "--guest-dispatch", "list"),
 )
 
 
@@ -154,6 +168,9 @@ def report_argv(opts):
     for dest, flag, kind in REPORT_FLAGS:
         value = getattr(opts, dest, None)
         if value is None:
+            continue
+        if kind == "flag":
+            out += [flag] if value else []
             continue
         for v in (value if kind == "list" else [value]):
             out += [flag, str(v)]

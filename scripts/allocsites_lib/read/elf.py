@@ -169,11 +169,12 @@ def tag_names(elf, section=".rt_tags"):
     return names
 
 
-def skip_patterns(elf):
-    """[regex] from the .rt_skip records RT_SKIP emits.
+def skip_patterns(elf, section=".rt_skip"):
+    """[regex] from the .rt_skip records RT_SKIP emits (section
+    ".rt_guest_dispatch": RT_GUEST_DISPATCH's, laid out alike).
 
     Record: u32 n, n bytes of NUL-terminated regex, padded to 4."""
-    blob = elf.section(".rt_skip") or b""
+    blob = elf.section(section) or b""
     out = []
     off = 0
     while off + 4 <= len(blob):

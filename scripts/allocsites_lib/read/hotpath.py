@@ -198,6 +198,8 @@ def handler(reader, tally):
                         raise _NotHot
                     chain = sample["callchain"]
                 ptr = fields["arg1"] & _MASK64
+                if fields.get("arg4"):   # a guest location: Reader.read
+                    raise _NotHot
                 ips = tuple(map(_IP, chain))
                 rec = hot.get(ips)
                 if rec is None:

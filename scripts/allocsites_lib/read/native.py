@@ -22,6 +22,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 
 from . import parse
 from .eventlog import EventLog
@@ -134,6 +135,17 @@ def _ints(fields):
     return [int(x) for x in fields]
 
 
+def _name(text):
+    """A guest location's name as tally.c writes it: percent-encoded
+    bytes, "%" alone for "", "-" for none."""
+    if text == "-":
+        return None
+    if text == "%":
+        return ""
+    return urllib.parse.unquote_to_bytes(text).decode("utf-8",
+                                                      "surrogateescape")
+
+
 def fill_tally(tally, lines, stacks, log_file):
     """Puts the tally's lines (reader/tally.c documents them) into tally,
     its keys' frames from stacks ({raw stack id: tuple of RawFrame}) and
@@ -144,8 +156,8 @@ def fill_tally(tally, lines, stacks, log_file):
         f = line.split()
         what = f[0]
         if what == "key":
-            stack, tag = _ints(f[1:3])
-            keys.append((stacks[stack], tag))
+            stack, tag, guest = _ints(f[1:4])
+            keys.append((parse.with_guest(stacks[stack], guest), tag))
         elif what == "exact":
             k, count, nbytes = _ints(f[1:4])
             tally.stacks[keys[k]] = ExactEntry(count, nbytes)
@@ -173,6 +185,9 @@ def fill_tally(tally, lines, stacks, log_file):
         elif what == "rate":
             tally.sample_rates[None if f[1] == "-" else int(f[1])] += \
                 int(f[2])
+        elif what == "guest":
+            tally.guests[int(f[1])] = (int(f[2]), int(f[3]), _name(f[4]),
+                                       _name(f[5]))
         elif what == "frees":
             tally.frees = _ints(f[1:3])
         elif what == "phases_from_samples":

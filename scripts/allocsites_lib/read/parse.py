@@ -49,6 +49,47 @@ Event = collections.namedtuple(
 # the offset into it, or None.
 RawFrame = collections.namedtuple("RawFrame", "dso addr sym off ip")
 
+
+class GuestFrames(tuple):
+    """An allocation's raw frames (a tuple of RawFrame, as any key's)
+    with the guest location id its runtime gave (RT_ALLOC_GUEST): equal
+    only to the same frames with the same id, so the key (frames, tag)
+    keeps allocations of two guest locations apart, while everything that
+    walks the native frames sees a tuple of RawFrame (docs/probes.md,
+    "Guest locations")."""
+
+    def __new__(cls, frames, guest):
+        self = tuple.__new__(cls, frames)
+        self.guest = guest
+        return self
+
+    def __eq__(self, other):
+        return isinstance(other, GuestFrames) and \
+            self.guest == other.guest and tuple.__eq__(self, other)
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return hash((tuple.__hash__(self), self.guest))
+
+    def __reduce__(self):
+        return (GuestFrames, (tuple(self), self.guest))
+
+    def __repr__(self):
+        return "GuestFrames(%s, %d)" % (tuple.__repr__(self), self.guest)
+
+
+def with_guest(frames, guest):
+    """frames as a key's frames for an allocation at guest location id
+    guest (0: none, frames unchanged)."""
+    return GuestFrames(frames, guest) if guest else frames
+
+
+def guest_of(frames):
+    """The guest location id of a key's frames (0: none)."""
+    return frames.guest if type(frames) is GuestFrames else 0
+
 # perf script calls the handler "sdt_rt__alloc_1"; perf itself (perf
 # report --stats, perf probe) names the event "sdt_rt:alloc_1".
 _EVENT_RE = re.compile(
@@ -62,6 +103,10 @@ _PLAIN_FIELDS = tuple(zip("abcdefgh", ("arg%d" % i for i in range(1, 9))))
 # Kinds recorded without a call graph whose arguments are (ptr, size): the
 # size slot carries release's length, sample_free's weight.
 _PTR_SIZE_KINDS = ("free", "release", "commit", "decommit", "sample_free")
+
+# The guest location's argument of each allocation event: alloc's fourth,
+# sample's seventh (an older header's events have none: 0).
+GUEST_ARG = {"alloc": "arg4", "sample": "arg7"}
 
 # perf's libunwind callchains end, when the stack copy ran out before the
 # outermost frame, in an entry whose ip is -1 (shown by perf as
@@ -124,9 +169,10 @@ def _uint(value, bits):
 
 
 def weight_slot(event):
-    """What Tally.add_fields takes as weight: rt:exit's counts, rt:sample's
-    (weight, rate), else None."""
-    if event.kind == "exit":
+    """What Tally.add_fields takes as weight: rt:exit's counts, rt:guest's
+    (id, parent, line, source, function), rt:sample's (weight, rate,
+    phase), else None."""
+    if event.kind in ("exit", "guest"):
         return event.counts
     if event.kind == "sample":
         return (event.weight, event.rate, event.phase)
@@ -150,6 +196,8 @@ def event_from_perf(event_name, fields, sample, perf_inlines=False):
             return None
     if kind == "exit":
         return _exit_event(fields, sample)
+    if kind == "guest":
+        return _guest_event(fields, sample)
     if kind not in ("alloc", "sample"):
         return _plain_event(kind, fields, sample)
     size = _uint(fields.get("arg2"), 64)
@@ -180,9 +228,12 @@ def event_from_perf(event_name, fields, sample, perf_inlines=False):
             pid, tid = s.get("pid", pid), s.get("tid", tid)
             if isinstance(s.get("time"), int):
                 time = s["time"]
+    guest = _uint(fields.get(GUEST_ARG[kind], 0), 64)
+    if guest is None:
+        return None
     return Event(kind, pid, tid, size, tag, weight,
-                 raw_frames(callchain, perf_inlines), ptr, time, None, rate,
-                 phase)
+                 with_guest(raw_frames(callchain, perf_inlines), guest), ptr,
+                 time, None, rate, phase)
 
 
 def _unplain(fields):
@@ -220,6 +271,20 @@ def _exit_event(fields, sample):
         return None
     pid, tid, time = _thread_time(fields, sample)
     return Event("exit", pid, tid, 0, 0, None, (), None, time, counts)
+
+
+def _guest_event(fields, sample):
+    """rt:guest: (id, parent, line, source, function) in counts; a name
+    that is not a string (perf probe's event fetches the pointer) is
+    None."""
+    ids = [_uint(fields.get("arg%d" % i), 64) for i in (1, 2, 3)]
+    if None in ids:
+        return None
+    names = [fields.get(a) for a in ("arg4", "arg5")]
+    names = [n if isinstance(n, str) else None for n in names]
+    pid, tid, time = _thread_time(fields, sample)
+    return Event("guest", pid, tid, 0, 0, None, (), None, time,
+                 tuple(ids + names))
 
 
 def _plain_event(kind, fields, sample):
@@ -284,6 +349,7 @@ class Reader:
         self._kinds = {}    # event name -> kind or None
         self._chains = {}   # tuple of ips -> tuple of RawFrame
         self._frames = {}   # RawFrame -> itself: one object per frame
+        self._guested = {}  # (frames, guest) -> GuestFrames
 
     def read(self, event_name, fields, sample=None):
         try:
@@ -327,10 +393,21 @@ class Reader:
             frames = self._chains.get(key)
             if frames is None:
                 frames = self._chains[key] = self._convert(chain)
+            guest = fields.get(GUEST_ARG[kind])
+            if guest:
+                frames = self._guest_frames(frames, guest & _MASK64)
             return (kind, pid, tid, size, tag, weight, frames, time,
                     fields["arg1"] & _MASK64)
         except Exception:  # noqa: BLE001 - never raise; the slow path checks
             return self._read_slow(event_name, fields, sample)
+
+    def _guest_frames(self, frames, guest):
+        """with_guest, one object per (frames, guest)."""
+        key = (frames, guest)
+        got = self._guested.get(key)
+        if got is None:
+            got = self._guested[key] = with_guest(frames, guest)
+        return got
 
     def _convert(self, chain):
         """raw_frames, each frame shared with the chains that have it

@@ -14,7 +14,7 @@ from . import probedefs
 from .errors import RecordError
 from .helpercmd import output_text, run
 
-PROBE_EVENTS = ("alloc", "sample") + tuple(sorted(probedefs.KINDS))
+PROBE_EVENTS = ("alloc", "sample", "guest") + tuple(sorted(probedefs.KINDS))
 
 
 def resolve_library(lib):

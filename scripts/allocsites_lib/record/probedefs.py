@@ -23,7 +23,11 @@ other at exit. So the recorder writes the definitions itself
 - the allocation probe (rt:alloc, or rt:sample) of every probed binary
   as one event, sdt_rt:alloc_PID (sample_PID), its fields named and typed
   as perf probe names them (arg1..argN, u64/u32/s32 from the note), so
-  the report reads it like perf probe's.
+  the report reads it like perf probe's;
+- a language runtime's rt:guest (its guest locations) as one event,
+  sdt_rt:guest_PID, named as perf probe would (arg1..arg5), but its two
+  names fetched as strings (+0(%reg):string), which perf probe cannot
+  do for an SDT argument: the uprobe copies them when it fires.
 
 Each probe keeps its own semaphore (ref_ctr_offset), so the header's
 probes are raised exactly as perf probe would raise them.
@@ -133,6 +137,23 @@ def alloc_definitions(path, image, probe, name):
     field names; [] when it has none, None when one cannot be
     translated."""
     return _lines(path, image, {probe}, name, _own_fields)
+
+
+def guest_definitions(path, image, name):
+    """The uprobe_events lines for every rt:guest site in the file, under
+    GROUP/name: id, parent and line as u64, source and function as the
+    strings they point to; [] when it has none, None when one cannot be
+    translated."""
+    return _lines(path, image, {"guest"}, name, _guest_fields)
+
+
+def _guest_fields(_probe, args, machine):
+    regs = fetch_args(args, machine)
+    if regs is None or len(args.split()) != 5:
+        return None
+    return " ".join(["arg%d=%s:u64" % (i + 1, regs[i]) for i in range(3)] +
+                    ["arg%d=+0(%s):string" % (i + 1, regs[i])
+                     for i in (3, 4)])
 
 
 def _plain_fields(probe, args, machine):

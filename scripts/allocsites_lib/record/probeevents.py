@@ -94,6 +94,15 @@ class ProbeEvents:
                                 probedefs.alloc_definitions(binary, image,
                                                             probe, name))
 
+    def add_guest(self, binary):
+        """Every rt:guest site in binary, as probes of this run's one
+        guest event (guest_PID), its names fetched as strings; the
+        event's name, or None where they cannot be written so (perf
+        probe would fetch the names as numbers: no use)."""
+        return self._add_direct(binary, "guest", lambda image, name:
+                                probedefs.guest_definitions(binary, image,
+                                                            name))
+
     def _add_direct(self, binary, what, definitions):
         image = elf.open_elf(binary)
         if image is None or self.tracefs is None:

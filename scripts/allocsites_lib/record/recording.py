@@ -188,6 +188,15 @@ def add_events(events, tracefs, binaries, alloc_probe, opts, out):
                     allocs.append(events.add(path, alloc_probe))
                 elif merged not in allocs:
                     allocs.append(merged)
+                # a language runtime's guest locations (RT_GUEST)
+                guest = events.add_guest(path) if "guest" in names \
+                    else None
+                if guest is not None and guest not in plain:
+                    plain.append(guest)
+                elif "guest" in names and guest is None:
+                    out.write("allocsites: warning: the guest locations "
+                              "of %s cannot be recorded (its rt:guest "
+                              "probes are not register operands)\n" % path)
             kinds = names & wanted
             if "phase_track" in kinds:   # sampled mode, new header
                 kinds -= {"phase_begin", "phase_end"}

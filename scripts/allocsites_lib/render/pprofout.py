@@ -31,7 +31,9 @@ import gzip
 import re
 
 from ..analyze.fold import tag_label, tag_selected
+from ..analyze.guest import GUEST_DSO, INTERPRETER
 from ..read import elf as elfmod
+from ..read.parse import guest_of
 
 OFFSET = re.compile(r"\+0x[0-9a-f]+$")   # a symbol+offset frame's offset
 
@@ -145,10 +147,38 @@ class _Locations:
                 lines))
         return loc[0]
 
-    def stack_ids(self, raws):
+    def guest_location_id(self, frame):
+        """The Location of a guest frame (analyze/guest.py): in the
+        [guest] Mapping, numbered in its range, one Line."""
+        key = (GUEST_DSO, frame.function, frame.file, frame.line)
+        loc = self.locations.get(key)
+        if loc is None:
+            mid = self.mapping_id(GUEST_DSO)
+            n = len(self.locations) + 1
+            line = _bytes(4, _int(1, self.function_id(frame)) +
+                          _int(2, frame.line))
+            loc = self.locations[key] = (n, _bytes(
+                P_LOCATION, _int(1, n) + _int(2, mid) +
+                _int(3, mapping_base(mid) + n) + line))
+        return loc[0]
+
+    def stack_ids(self, raws, guest=None, gid=0):
         """Location ids from the call site outwards: the leading wrapper
         frames skip names left out (all of a stack's: none left out, as
-        fold keeps the stack)."""
+        fold keeps the stack). guest: a GuestView (--guest): the guest
+        frames of gid first, then the native frames outside the dispatch
+        loop, as fold splices them."""
+        if guest is not None:
+            head = [self.guest_location_id(f) for f in
+                    (guest.frames(gid) if gid else (INTERPRETER,))]
+            if guest.dispatch is None:
+                return head + self._native_ids(raws)
+            k = guest.dispatch_index([self.symbolizer.frames(r)
+                                      for r in raws])
+            return head + [self.location_id(r) for r in raws[k:]]
+        return self._native_ids(raws)
+
+    def _native_ids(self, raws):
         skip_re = self.skip_re
         if skip_re is None:
             return [self.location_id(raw) for raw in raws]
@@ -166,7 +196,7 @@ class _Locations:
         """The Mapping, Location and Function messages."""
         out = []
         for dso, mid in self.mappings.items():
-            image = self.symbolizer.elf(dso)
+            image = self.symbolizer.elf(dso) if dso != GUEST_DSO else None
             build_id = elfmod.build_id(image) if image is not None else None
             # Each binary its own range (its addresses are the DSO's, not
             # the process's: perf's per-DSO address, or a run-time one
@@ -214,7 +244,7 @@ class _Labels:
         return self.num(self.pid, pid) + self.num(self.tid, tid)
 
 
-def _samples(locs, labels, names, tags, phased, inuse, threads):
+def _samples(locs, labels, names, tags, phased, inuse, threads, guest=None):
     """The samples, as (location ids, [values], labels) to encode (see
     _encode_samples): per phase and key, or per phase, key and thread
     (and then what was live at the end a sample of its own)."""
@@ -226,7 +256,8 @@ def _samples(locs, labels, names, tags, phased, inuse, threads):
             if not tag_selected(tag, names, tags):
                 continue
             name = tag_label(tag, names)
-            ids = _packed(1, locs.stack_ids(frames[1:]))
+            ids = _packed(1, locs.stack_ids(frames[1:], guest,
+                                            guest_of(frames)))
             label = labels.text(labels.tag, name)
             kl = (phase_live or {}).get((frames, tag)) if inuse else None
             leaked = [_whole(kl.leaked_count), _whole(
@@ -293,7 +324,7 @@ def _encode_samples(samples, shifts):
 
 def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
            entries=None, live=None, skip=None, time_nanos=0,
-           duration_nanos=0, phased=None, threads=None):
+           duration_nanos=0, phased=None, threads=None, guest=None):
     """The gzip-compressed profile of tally (fold.Tally, resolved by
     symbolizer); names: {tag: name}; tags: the --tag filter or None;
     entries: {key: entry} instead of the tally's (one --phase); live:
@@ -309,7 +340,8 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
     threads: {(phase or None, key): {(pid, tid): [count, bytes]}}
     (analyze/threads.py), or None: given, each key's allocations are a
     sample per thread, labelled "pid" and "tid", and what was live at the
-    end a sample of its own (its threads are not known)."""
+    end a sample of its own (its threads are not known). guest: a
+    guest.GuestView (--guest): stacks spliced with the guest frames."""
     strings = _Strings()
     inuse = live is not None or \
         any(pl is not None for _, _, pl in phased or ())
@@ -322,7 +354,8 @@ def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
     if phased is None:
         phased = [(None, tally.entries(mode) if entries is None else entries,
                    live)]
-    samples = _samples(locs, labels, names, tags, phased, inuse, threads)
+    samples = _samples(locs, labels, names, tags, phased, inuse, threads,
+                       guest)
     shifts = byte_units(samples, types)
     out = [_bytes(P_SAMPLE_TYPE, _int(1, strings(t)) + _int(
         2, strings(BYTE_UNITS[k] if u == "bytes" else u)))
