@@ -15,7 +15,9 @@ events (2 per pair: rt:alloc and rt:free). Then counts the sampled path
 with rt:sample's semaphore raised by the program (bench/burst built with
 -DBENCH_RAISE_SAMPLE_SEMAPHORE): the countdown and the draws, without the
 kernel trap a recorded sample adds (bench/sampled_overhead.py measures that).
-Last, the sampled frees: rt:sample_free's semaphore raised too
+Then a language runtime's allocator (-DBENCH_GUEST: malloc with
+RT_ALLOC_GUEST, whose guest location is a call into the runtime) with
+and without the probes. Last, the sampled frees: rt:sample_free's semaphore raised too
 (-DBENCH_RAISE_SAMPLE_FREE_SEMAPHORE), so that every sampled pointer goes
 into rt_live.h's table and every rt_free looks its pointer up; the
 difference to the sampled path alone, per pair, is the cost per free while
@@ -46,6 +48,12 @@ def main():
     off = build("burst-noprobes", burst, "-DRT_PROBES_DISABLE")
     sampling = build("burst-sampling", burst, "-DBENCH_RAISE_SAMPLE_SEMAPHORE")
     n_on, n_off = instructions(on, args.pairs), instructions(off, args.pairs)
+    # a runtime's allocator: RT_ALLOC_GUEST with a location lookup
+    guest_on = build("burst-guest", burst, "-DBENCH_GUEST")
+    guest_off = build("burst-guest-noprobes", burst, "-DBENCH_GUEST",
+                      "-DRT_PROBES_DISABLE")
+    n_guest_on = instructions(guest_on, args.pairs)
+    n_guest_off = instructions(guest_off, args.pairs)
     frees = build("burst-sampling-frees", burst, "-DBENCH_RAISE_SAMPLE_SEMAPHORE",
                   "-DBENCH_RAISE_SAMPLE_FREE_SEMAPHORE")
     n_sampling = {r: instructions(sampling, args.pairs,
@@ -63,6 +71,10 @@ def main():
     print("| -DRT_PROBES_DISABLE | %d | - |" % n_off)
     print("| probes compiled in, not recorded | %d | %+.2f |"
           % (n_on, (n_on - n_off) / events))
+    print("| -DBENCH_GUEST -DRT_PROBES_DISABLE (malloc) | %d | - |"
+          % n_guest_off)
+    print("| -DBENCH_GUEST: RT_ALLOC_GUEST, not recorded | %d | %+.2f |"
+          % (n_guest_on, (n_guest_on - n_guest_off) / events))
     print()
     print("The sampled path, rt:sample's semaphore raised by the program itself "
           "(the probe is a nop: no trap, no perf), per allocation:")

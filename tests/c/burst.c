@@ -25,6 +25,38 @@
 static long pairs;
 static unsigned long long total_bytes;
 
+#ifdef BENCH_GUEST
+/* For bench/offcost_callgrind.py and test_offcost.py: a language
+ * runtime's allocator, whose probe carries the guest program's location
+ * (RT_ALLOC_GUEST), the location a lookup the allocator must not make
+ * while nothing records. */
+#include "rt_probes.h"
+static __attribute__((noinline)) unsigned long long guest_where(size_t n)
+{
+    return n * 2654435761u;   /* a runtime walks its frames here */
+}
+/* n and p stay live past the probe, and neither call is a tail call, in
+ * both builds: the difference is the probe's alone (the semaphore test,
+ * and the argument work it skips). */
+static volatile size_t guest_last_size;
+static volatile long guest_frees;
+static __attribute__((noinline)) void *guest_alloc(size_t n)
+{
+    void *p = malloc(n);
+    RT_ALLOC_GUEST(p, n, 1, guest_where(n));
+    guest_last_size = n;
+    return p;
+}
+static __attribute__((noinline)) void guest_free(void *p)
+{
+    RT_FREE(p);
+    free(p);
+    guest_frees++;
+}
+#define rt_alloc(n, tag) guest_alloc(n)
+#define rt_free(p) guest_free(p)
+#endif
+
 static __attribute__((noinline)) void storm(void)
 {
     long i;
