@@ -52,6 +52,9 @@ examples:
   allocsites record -o run.data -- ./server --port 8080 --name "my server"
   allocsites report -i run.data --json run.json --skip '^xmalloc$'
         charge allocations made through xmalloc to xmalloc's callers
+  allocsites --guest -- ./build/lua_guest script.lua
+        a language runtime (its allocator annotated with RT_ALLOC_GUEST):
+        sites by the script's lines, [interpreter] for its own
 """
 
 RECORD_EXAMPLES = """\
@@ -89,6 +92,10 @@ examples:
   allocsites report -i run.data --phase parse
         only what phase parse allocated (RT_PHASE_BEGIN/END, named with
         RT_PHASE_NAME)
+  allocsites report -i run.data --guest --svg guest.svg
+        a language runtime's profile by its guest program's lines
+        (RT_ALLOC_GUEST, RT_GUEST): the script's frames spliced into the
+        flame graph in place of the interpreter's dispatch loop
 """
 
 PROFILE_EXAMPLES = """\
