@@ -140,6 +140,11 @@ u32 codes_get(struct codes *c, u64 code, u64 nkeys)
 		c->eb = xrealloc(c->eb, cap * sizeof *c->eb);
 		c->lb = xrealloc(c->lb, cap * sizeof *c->lb);
 		c->pb = xrealloc(c->pb, cap * sizeof *c->pb);
+		c->liveb = xrealloc(c->liveb, cap * sizeof *c->liveb);
+		c->sb = xrealloc(c->sb, cap * sizeof *c->sb);
+		c->livec = xrealloc(c->livec, cap * sizeof *c->livec);
+		c->sc = xrealloc(c->sc, cap * sizeof *c->sc);
+		c->ep = xrealloc(c->ep, cap * sizeof *c->ep);
 		c->cap = (u32)cap;
 	}
 	ci = c->n++;
@@ -148,6 +153,9 @@ u32 codes_get(struct codes *c, u64 code, u64 nkeys)
 	c->k[ci] = code % nkeys;
 	c->ec[ci] = c->temp[ci] = c->lc[ci] = c->pc[ci] = 0;
 	c->eb[ci] = c->lb[ci] = c->pb[ci] = 0;
+	c->liveb[ci] = c->sb[ci] = 0;
+	c->livec[ci] = c->sc[ci] = 0;
+	c->ep[ci] = 0;
 	return ci;
 }
 
@@ -156,6 +164,7 @@ void codes_free(struct codes *c)
 	u64map_free(&c->index);
 	free(c->code); free(c->k); free(c->ec); free(c->temp); free(c->lc);
 	free(c->pc); free(c->eb); free(c->lb); free(c->pb);
+	free(c->liveb); free(c->sb); free(c->livec); free(c->sc); free(c->ep);
 	memset(c, 0, sizeof *c);
 }
 

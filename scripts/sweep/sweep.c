@@ -1,7 +1,8 @@
 /* sweep.c - the replay of liveness.py, in C: the plan scan (_Plan), the
- * main pass over every event (_Sweep.run), the end (_Sweep.finish) and
- * the replay up to the peak that gives the state there. Each function
- * names the liveness.py method it follows; the comments there say why. */
+ * main pass over every event (_Sweep.run) and the end (_Sweep.finish).
+ * The state at the peak, which liveness.py gets from a replay up to it,
+ * comes from the same pass (struct sweep's epochs). Each function names
+ * the liveness.py method it follows; the comments there say why. */
 #include "sweep.h"
 
 #include <stdlib.h>
@@ -22,6 +23,14 @@ struct sweep {
 	struct codes codes;
 	struct runs runs;
 	i128 *kb;                  /* live bytes per key */
+	/* The state at the peak without a second pass: a new peak starts
+	 * an epoch; the first change of a key's (a code's) live figures
+	 * in an epoch saves what they were, which is what they were at
+	 * the epoch's peak. At the end, a key changed since the last peak
+	 * has its saved figures, any other its current ones. */
+	u64 epoch;
+	i128 *kb_saved;
+	u64 *kb_ep;
 	struct u64map procs;       /* pid -> struct proc * */
 	struct u64map threads;     /* tid -> struct thread * */
 	i128 total, ctotal;
@@ -93,6 +102,9 @@ static void sweep_init(struct sweep *s, const struct plan *p, u64 nkeys)
 	s->plan = p;
 	s->nkeys = nkeys;
 	s->kb = xcalloc(nkeys, sizeof *s->kb);
+	s->kb_saved = xcalloc(nkeys, sizeof *s->kb_saved);
+	s->kb_ep = xcalloc(nkeys, sizeof *s->kb_ep);
+	s->epoch = 1;
 	s->nslots = p->nphases + 1;
 	s->slot_runs = xcalloc(s->nslots, sizeof *s->slot_runs);
 	s->left = xcalloc(s->nslots, sizeof *s->left);
@@ -136,6 +148,33 @@ static void thread_drop(struct sweep *s, i32 tid)
 }
 
 /* the bytes a record's allocation held leave the totals (_forget) */
+/* Before a key's and its code's live figures change (the epochs above) */
+static void touch(struct sweep *s, u64 k, u32 ci)
+{
+	struct codes *c = &s->codes;
+
+	if (s->kb_ep[k] != s->epoch) {
+		s->kb_saved[k] = s->kb[k];
+		s->kb_ep[k] = s->epoch;
+	}
+	if (c->ep[ci] != s->epoch) {
+		c->sb[ci] = c->liveb[ci];
+		c->sc[ci] = c->livec[ci];
+		c->ep[ci] = s->epoch;
+	}
+}
+
+/* A live allocation of code ci, size bytes, goes (sign -1) or comes (1) */
+static void live_change(struct sweep *s, u32 ci, i128 size, int sign)
+{
+	u64 k = s->codes.k[ci];
+
+	touch(s, k, ci);
+	s->kb[k] += sign * size;
+	s->codes.liveb[ci] += sign * size;
+	s->codes.livec[ci] += sign;
+}
+
 static void forget(struct sweep *s, struct proc *pr, u32 id)
 {
 	const struct rec *r = &s->recs.r[id];
@@ -144,7 +183,7 @@ static void forget(struct sweep *s, struct proc *pr, u32 id)
 
 	pr->total -= r->size;
 	s->total -= r->size;
-	s->kb[s->codes.k[r->ci]] -= r->size;
+	live_change(s, r->ci, r->size, -1);
 	for (i = 0; i < n; i++)
 		s->runs.live[runs[i]] -= r->size;
 }
@@ -297,7 +336,7 @@ static int leak_one(u64 ptr, u32 id, void *arg)
 	s->codes.lb[r->ci] += r->size;
 	s->codes.lc[r->ci] += 1;
 	if (la->drop)
-		s->kb[s->codes.k[r->ci]] -= r->size;
+		live_change(s, r->ci, r->size, -1);
 	return 0;
 }
 
@@ -468,7 +507,7 @@ static void run(struct sweep *s, const struct log *log, u64 stop)
 				} else {
 					ptrmap_insert(&pr->live, a, id);
 				}
-				s->kb[k] += b;
+				live_change(s, ci, b, 1);
 				nr = s->runs.tlen[tuple];
 				runs = s->runs.pool + s->runs.tstart[tuple];
 				for (r = 0; r < nr; r++)
@@ -478,6 +517,7 @@ static void run(struct sweep *s, const struct log *log, u64 stop)
 				if (pr->total > pr->hw)
 					pr->hw = pr->total;
 				if (s->total > s->peak) {
+					s->epoch++;   /* a new peak */
 					s->peak = s->total;
 					s->peak_i = (i64)i;
 					s->peak_t = t;
@@ -570,17 +610,6 @@ static void drop_live(struct sweep *s)
 	u64map_free(&s->procs);
 }
 
-static int peak_one(u64 ptr, u32 id, void *arg)
-{
-	struct sweep *s = arg;
-	const struct rec *r = &s->recs.r[id];
-
-	(void)ptr;
-	s->codes.pb[r->ci] += r->size;
-	s->codes.pc[r->ci] += 1;
-	return 0;
-}
-
 /* ------------------------------------------------------------ output */
 
 void put_i128(FILE *f, i128 v)
@@ -613,7 +642,7 @@ static void put_line(FILE *f, const char *tag, int n, const i128 *v)
 void sweep_log(const struct log *log, const i64 *times, u64 ntimes, FILE *out)
 {
 	struct plan plan;
-	struct sweep s, replay;
+	struct sweep s;
 	u64 i, total_events = 0;
 	u32 ch;
 
@@ -637,36 +666,21 @@ void sweep_log(const struct log *log, const i64 *times, u64 ntimes, FILE *out)
 	finish(&s);
 	drop_live(&s);
 
-	/* the state at the peak: a replay up to it (the main pass kept
-	 * nothing of what came and went since, so that memory stays what is
-	 * live) */
+	/* the state at the peak, from the epochs (struct sweep) */
 	if (s.peak_i >= 0) {
-		sweep_init(&replay, &plan, log->nkeys);
-		run(&replay, log, (u64)s.peak_i + 1);
-		for (i = 0; i < replay.procs.cap; i++)
-			if (replay.procs.used[i])
-				ptrmap_each(&((struct proc *)(uintptr_t)
-					      replay.procs.vals[i])->live, 0,
-					    (unsigned __int128)1 << 64,
-					    peak_one, &replay);
-		/* the replay's counters are its own: only its live figures
-		 * are taken, by code */
-		for (i = 0; i < replay.codes.n; i++) {
-			u64 *ci;
-			if (!replay.codes.pc[i])
-				continue;
-			ci = u64map_get(&s.codes.index, replay.codes.code[i]);
-			if (!ci)
-				die("a code live at the peak never allocated");
-			s.codes.pb[*ci] = replay.codes.pb[i];
-			s.codes.pc[*ci] = replay.codes.pc[i];
+		for (i = 0; i < s.codes.n; i++) {
+			int saved = s.codes.ep[i] == s.epoch;
+			s.codes.pb[i] = saved ? s.codes.sb[i] : s.codes.liveb[i];
+			s.codes.pc[i] = saved ? s.codes.sc[i] : s.codes.livec[i];
 		}
-		for (i = 0; i < log->nkeys; i++)
-			if (replay.kb[i]) {
+		for (i = 0; i < log->nkeys; i++) {
+			i128 v = s.kb_ep[i] == s.epoch ? s.kb_saved[i] : s.kb[i];
+			if (v) {
 				fprintf(out, "B %llu ", (unsigned long long)i);
-				put_i128(out, replay.kb[i]);
+				put_i128(out, v);
 				fputc('\n', out);
 			}
+		}
 	}
 
 	/* C code ec eb temp leaked_b leaked_c peak_b peak_c */

@@ -114,6 +114,11 @@ struct codes {
 	u64 *code, *k;
 	i64 *ec, *temp, *lc, *pc;
 	i128 *eb, *lb, *pb;
+	/* live now, and (sweep.c, "the state at the peak") what was live at
+	 * the latest peak, saved at the first change after it (epoch) */
+	i128 *liveb, *sb;
+	i64 *livec, *sc;
+	u64 *ep;
 	u32 n, cap;
 };
 u32 codes_get(struct codes *c, u64 code, u64 nkeys);

@@ -23,6 +23,11 @@ class SweepError(Exception):
     """allocsites-sweep failed or answered what this module cannot read."""
 
 
+def child_env():
+    from ..read.native import child_env as env
+    return env()
+
+
 def program_path(build=None):
     """The built allocsites-sweep (native.built_program), or None."""
     from .. import SCRIPTS_DIR
@@ -168,7 +173,8 @@ def run(log, times, program, directory=None, min_size=0, series=True):
         try:
             proc = subprocess.Popen(
                 [program], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, pass_fds=(fd,))
+                stderr=subprocess.PIPE, pass_fds=(fd,),
+                env=child_env())
         except OSError as e:
             raise SweepError("allocsites-sweep: %s" % e) from None
         try:

@@ -56,6 +56,24 @@ def built_program(name, here, build=None):
     return None
 
 
+def child_env(environ=None):
+    """The environment for the C stages (allocsites-read, -sweep):
+    glibc's malloc asked for transparent huge pages where the kernel
+    gives them on request (THP "madvise"): their large buffers (the
+    event log's columns, the ordering queue, the sweep's pointer map)
+    then take a page fault per 2 MiB, not per 4 KiB, which on this VM
+    halved the sweep's time at 10^6 allocations (docs/benchmarks.md,
+    "The floor"). Tunables glibc does not know are ignored."""
+    env = dict(os.environ if environ is None else environ)
+    tunable = "glibc.malloc.hugetlb=1"
+    have = env.get("GLIBC_TUNABLES")
+    if not have:
+        env["GLIBC_TUNABLES"] = tunable
+    elif "glibc.malloc.hugetlb" not in have:
+        env["GLIBC_TUNABLES"] = have + ":" + tunable
+    return env
+
+
 def reader_path(entry_script, build=None):
     """The built allocsites-read (built_program), for the entry script."""
     return built_program("allocsites-read",
@@ -242,6 +260,7 @@ def run(reader, data, tally, total=0, err=None, progress=None):
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, bufsize=1 << 20,
+                                env=child_env(),
                                 pass_fds=(log_file.fileno(),)
                                 if log_file else ())
         try:
