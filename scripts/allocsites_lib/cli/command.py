@@ -186,7 +186,9 @@ def run_diff(opts, out=sys.stdout):
     def report_recording(path):
         with tempfile.TemporaryDirectory(prefix="allocsites-diff-") as tmp:
             js = os.path.join(tmp, "r.json")
-            status = report(path, ["--json", js], stdout=io.StringIO())
+            status = report(path, ["--json", js] +
+                            (["--guest"] if opts.guest else []),
+                            stdout=io.StringIO())
             if not os.path.exists(js):
                 raise RecordError("cannot report %s (status %d)"
                                   % (path, status))

@@ -121,7 +121,7 @@ examples:
 def diff_parser():
     p = _parser("allocsites diff",
                 "allocsites diff BASE NEW [--json FILE] [--svg FILE] "
-                "[--top N]",
+                "[--top N] [--guest]",
                 "What changed from BASE to NEW: per-site bytes and counts,\n"
                 "sites matched across a rebuild (same line, else same\n"
                 "function and file), new and gone sites, the totals.\n"
@@ -136,6 +136,10 @@ def diff_parser():
     p.add_argument("--top", type=at_least_one("--top", "a number of rows"),
                    default=20, metavar="N",
                    help="rows in the table (default 20)")
+    p.add_argument("--guest", action="store_true",
+                   help="recordings of a language runtime: sites by guest "
+                        "location (report --guest; a JSON report made with "
+                        "--guest already is)")
     return p
 
 
