@@ -11,6 +11,9 @@
  *                                   log to FD (none without)
  *   allocsites-read --text FILE     every sample and its stack as
  *                                   text, to read or diff
+ *   allocsites-read --scan [--times] FILE
+ *                                   what perfdata.Scan holds, as text
+ *                                   (scan.c)
  *
  * Exit: 0, or 1 with one line on stderr ("allocsites-read: FILE: ...").
  * Memory: the maps, the distinct stacks and at most two rounds of perf's
@@ -277,6 +280,8 @@ int main(int argc, char **argv)
 	static struct ctx c;
 	const char *path = NULL;
 	u64 min_size = 0, log_fd = (u64)-1;
+	if (argc > 1 && !strcmp(argv[1], "--scan"))
+		return scan_main(argc, argv);    /* scan.c */
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--text"))
 			c.text = 1;

@@ -499,6 +499,7 @@ static int decompress(struct perffile *pf, const u8 *src, size_t n,
 				 (unsigned long long)pf->at);
 			return -1;
 		}
+		pf->decompressed += o.pos - z->fill;
 		z->fill = o.pos;
 		long used = walk(pf, z->buf + z->start, z->fill - z->start, fn,
 				 ctx, NULL, z, err, errlen);
@@ -589,6 +590,7 @@ int perffile_records(struct perffile *pf, record_fn fn, void *ctx,
 		pf->walk_base += (u64)used;
 	}
 done:
+	pf->stream_tail = z.fill - z.start;
 	ZSTD_freeDCtx(dctx);
 	free(in);
 	buf_release(z.cur);
