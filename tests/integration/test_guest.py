@@ -11,13 +11,9 @@ and temporary. The script marks the lines whose allocations are known by
 construction ("-- @tables" ...). Exact mode must equal the truth site for
 site and stack for stack, with nothing lost; sampled mode's estimates must
 be within 4 standard errors (docs/sampling.md) and name only real guest
-locations.
-
-Known product bug (expectedFailure below, see test_spliced_stacks_at_
-the_declared_dispatch_loop): RT_GUEST_DISPATCH("^luaV_execute$") does not
-match Lua's dispatch frames, which have no debug info and are named
-"luaV_execute+0x123b", so --guest stacks keep the native frames inside the
-dispatch loop instead of replacing them with the guest frames."""
+locations. The dispatch loop RT_GUEST_DISPATCH("^luaV_execute$") declares
+is matched on its symbol, though a static liblua without debug info names
+its frames "luaV_execute+0x123b"."""
 
 import collections
 import gzip
@@ -256,13 +252,9 @@ class LuaGuest(ProfileTest):
         self.assertSpliced(data, "--guest-dispatch",
                            r"^luaV_execute(\+0x[0-9a-f]+)?$")
 
-    @unittest.expectedFailure
     def test_spliced_stacks_at_the_declared_dispatch_loop(self):
-        # PRODUCT BUG: lua_guest.c declares RT_GUEST_DISPATCH(
-        # "^luaV_execute$") as documented, but the frame is named
-        # "luaV_execute+0x123b", which the regex does not match: the
-        # native frames inside the dispatch loop stay in the stack, under
-        # the guest frames. Remove expectedFailure when it is fixed.
+        # lua_guest.c declares RT_GUEST_DISPATCH("^luaV_execute$"); the
+        # frame is named "luaV_execute+0x123b" (no debug info in liblua)
         data = self.record("--stack-size", STACK)
         self.assertSpliced(data)
 

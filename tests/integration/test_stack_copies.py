@@ -40,7 +40,7 @@ def stream(path):
 
     perfdata._Records.walk = keep
     try:
-        perfdata.scan(path)
+        perfdata.scan_python(path)
     finally:
         perfdata._Records.walk = walk
     return b"".join(chunks)

@@ -144,6 +144,16 @@ class Splicing(unittest.TestCase):
                          ["inner", "outer", "main chunk", "luaH_resize",
                           "luaV_execute"])
 
+    def test_dispatch_without_line_info_matches_its_symbol(self):
+        # a static liblua without debug info: "luaV_execute+0x123b"
+        view = guest.GuestView(DEFS, "^luaV_execute$")
+        chain = (fr("luaH_new+0x12"), fr("luaV_execute+0x123b"),
+                 fr("lua_pcall+0x40"), MAIN)
+        self.assertEqual([f.function for f in view.splice(3, chain)],
+                         ["inner", "outer", "main chunk", "lua_pcall+0x40",
+                          "main"])
+        self.assertFalse(view.is_dispatch(fr("luaV_executeX+0x1")))
+
     def test_a_cycle_of_parents_ends(self):
         view = guest.GuestView({5: (6, 1, "a", "f"), 6: (5, 2, "a", "g")})
         self.assertEqual([f.function for f in view.frames(5)], ["f", "g"])

@@ -28,6 +28,10 @@ INTERPRETER = Frame("[interpreter]", "", 0, "", False)
 # A guest stack deeper than this is cut (a definition that names itself
 # as an ancestor would otherwise never end).
 MAX_DEPTH = 4096
+# A frame without line info is named "symbol+0xoffset" (symbolize.py):
+# the dispatch loop is matched on the symbol, so that "^luaV_execute$"
+# names a static liblua's loop too.
+_OFFSET = re.compile(r"\+0x[0-9a-f]+$")
 
 
 class GuestView:
@@ -68,9 +72,13 @@ class GuestView:
             return tuple(chain)
         last = -1
         for i, f in enumerate(chain):
-            if self.dispatch.search(f.function or ""):
+            if self.is_dispatch(f):
                 last = i
         return tuple(chain[last + 1:])
+
+    def is_dispatch(self, frame):
+        return self.dispatch is not None and self.dispatch.search(
+            _OFFSET.sub("", frame.function or "")) is not None
 
     def splice(self, gid, chain):
         """An allocation's stack from its guest site outwards: the guest
@@ -88,7 +96,7 @@ class GuestView:
             return 0
         last = -1
         for i, lines in enumerate(lines_of_raws):
-            if any(self.dispatch.search(f.function or "") for f in lines):
+            if any(self.is_dispatch(f) for f in lines):
                 last = i
         return last + 1
 
