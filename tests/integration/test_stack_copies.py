@@ -17,7 +17,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import ROOT, ProfileTest, allocsites, program  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from allocsites_lib.read import perfdata  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
+import perfdata_py as perfdata  # noqa: E402  (the Python scan: its walk)
 
 STACK = 32768
 ALLOCS = 300
@@ -28,7 +29,7 @@ RECORD_SAMPLE = 9
 
 
 def stream(path):
-    """The decompressed records of path, as perfdata's scan reads them."""
+    """The decompressed records of path, as the Python scan reads them."""
     chunks = []
     walk = perfdata._Records.walk
 

@@ -12,6 +12,9 @@ import struct
 import tempfile
 
 from allocsites_lib.read import perfdata as pd
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "oracle"))
+import perfdata_py  # noqa: E402  (libzstd through ctypes, to compress)
 
 IP, TID, TIME, ID, CPU, PERIOD, RAW = 1, 2, 4, 64, 128, 256, 1024
 IDENTIFIER = 1 << 16
@@ -69,15 +72,15 @@ def pstring(text):
 
 def zstd_stream(chunks):
     """perf 6.1's compression: one stream, each chunk flushed (not ended)."""
-    lib = pd.libzstd()
+    lib = perfdata_py.libzstd()
     lib.ZSTD_createCStream.restype = ctypes.c_void_p
     lib.ZSTD_initCStream.argtypes = [ctypes.c_void_p, ctypes.c_int]
     lib.ZSTD_compressStream.argtypes = [
-        ctypes.c_void_p, ctypes.POINTER(pd._ZstdBuffer),
-        ctypes.POINTER(pd._ZstdBuffer)]
+        ctypes.c_void_p, ctypes.POINTER(perfdata_py._ZstdBuffer),
+        ctypes.POINTER(perfdata_py._ZstdBuffer)]
     lib.ZSTD_compressStream.restype = ctypes.c_size_t
     lib.ZSTD_flushStream.argtypes = [ctypes.c_void_p,
-                                     ctypes.POINTER(pd._ZstdBuffer)]
+                                     ctypes.POINTER(perfdata_py._ZstdBuffer)]
     lib.ZSTD_flushStream.restype = ctypes.c_size_t
     lib.ZSTD_freeCStream.argtypes = [ctypes.c_void_p]
     stream = lib.ZSTD_createCStream()
@@ -86,8 +89,8 @@ def zstd_stream(chunks):
     for chunk in chunks:
         src_buf = ctypes.create_string_buffer(chunk, len(chunk))
         dst_buf = ctypes.create_string_buffer(len(chunk) + 4096)
-        src = pd._ZstdBuffer(ctypes.addressof(src_buf), len(chunk), 0)
-        dst = pd._ZstdBuffer(ctypes.addressof(dst_buf), len(dst_buf), 0)
+        src = perfdata_py._ZstdBuffer(ctypes.addressof(src_buf), len(chunk), 0)
+        dst = perfdata_py._ZstdBuffer(ctypes.addressof(dst_buf), len(dst_buf), 0)
         while src.pos < src.size:
             lib.ZSTD_compressStream(stream, ctypes.byref(dst),
                                     ctypes.byref(src))
@@ -192,7 +195,7 @@ class ScanTest(unittest.TestCase):
         records = [sample(t, payload=60000) for t in times]
         s = self.scan(perf_data(ONE, records, 1 << 16))
         self.assertEqual(s.times, times)
-        self.assertGreater(s.decompressed, 2 * pd.OUT_SIZE)
+        self.assertGreater(s.decompressed, 2 * perfdata_py.OUT_SIZE)
 
     def test_two_events_by_identifier(self):
         records = [sample(t, TWO_ST, ident=7 if t % 3 else 9)

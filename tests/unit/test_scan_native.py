@@ -1,5 +1,5 @@
 """The native scan (allocsites-read --scan, scripts/reader/scan.c) against
-the Python one (perfdata.scan_python), field by field, sample times and
+the Python one (tests/oracle/perfdata_py.py's scan_python), field by field, sample times and
 stack depths included (--times): on every seed of tests/fuzz/seeds/,
 every mutant tests/fuzz/mutate.py makes of them (issue 31's hostile
 files), and the files test_perfdata and test_scancache build byte by
@@ -21,6 +21,8 @@ import test_scancache
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "fuzz"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
+import perfdata_py  # noqa: E402
 import contract  # noqa: E402
 import mutate  # noqa: E402
 
@@ -108,7 +110,7 @@ def differences(program, path, keeps=(True, False)):
     with the times and without (keeps): [] when they agree."""
     out = []
     for keep in keeps:
-        py = outcome(perfdata.scan_python, path, keep)
+        py = outcome(perfdata_py.scan_python, path, keep)
         c = outcome(lambda p, k: perfdata.scan_native(program, p, k), path,
                     keep)
         if py[0] != c[0]:
