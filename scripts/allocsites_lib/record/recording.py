@@ -12,7 +12,6 @@ import subprocess
 import sys
 import tempfile
 
-from .. import SCRIPTS_DIR
 from ..read import perfdata, perfrun, scancache
 from ..read.parse import event_kind
 from . import (buildids, datafile, eventlock, perfcommand, prerequisites,
@@ -277,13 +276,11 @@ def scan_recording(output, interrupted):
     """One pass over the recording for the summary and the unprobed code,
     kept beside it for the report (scancache.py); None if it cannot be
     read. interrupted: stopped by SIGINT, kept for the report's verdict."""
-    # Without the sample times where the native reader will report (they
-    # are one Python int a sample: 9 GB of the record's memory at 10^8
-    # allocations); the perf script workers' report scans again for them.
-    from ..read import native
+    # Without the sample times (one Python int a sample: 9 GB of the
+    # record's memory at 10^8 allocations): the native reader needs none,
+    # the perf script workers' report scans again for them.
     try:
-        scan = perfdata.scan(output, keep_times=native.built_program(
-            "allocsites-read", SCRIPTS_DIR) is None)
+        scan = perfdata.scan(output, keep_times=False)
     except Exception:  # noqa: BLE001 - perf report --stats says it instead
         return None
     if interrupted:
