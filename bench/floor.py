@@ -17,8 +17,11 @@ What one allocation costs at each stage, per event, on the burst program
                 per allocation
   record        allocsites record with the defaults, the whole command
                 (perf's start and end, the scan), per event
+  scan          record's pass over the finished file for its summary
+                (allocsites-read --scan), per event: what record adds
+                after perf exits
   read          allocsites-read alone (the native reader: parse,
-                decompress, order, unwind, emit) over the recording, per
+                decompress, order, unwind, tally) over the recording, per
                 event; and over the --unwind none recording (no stack to
                 decompress or unwind)
   report        allocsites report --json, the whole command, per event;
@@ -73,8 +76,8 @@ def main():
     prog = [burst, str(args.pairs), str(args.depth)]
     events = 2 * args.pairs
     tmp = tempfile.mkdtemp(prefix="allocsites-floor-")
-    rows = {k: [] for k in ("alone", "none", "dwarf", "record", "read_none",
-                            "read", "report")}
+    rows = {k: [] for k in ("alone", "none", "dwarf", "record", "scan",
+                            "read_none", "read", "report")}
     try:
         for i in range(args.runs):
             print("run %d of %d" % (i + 1, args.runs), file=sys.stderr)
@@ -88,6 +91,7 @@ def main():
                             prog, discard=False)
             rows["dwarf"].append(elapsed_ns(r.stdout) / 1e9)
             rows["record"].append(wall)
+            rows["scan"].append(timed([READER, "--scan", dwarf])[0])
             rows["read_none"].append(timed([READER, none])[0])
             rows["read"].append(timed([READER, dwarf])[0])
             rows["report"].append(timed([PY, ALLOCSITES, "report", "-i",
@@ -116,10 +120,12 @@ def main():
           % us(med["dwarf"] - med["none"], args.pairs))
     print("| record, whole command | %s | perf's start and end, the "
           "summary's scan |" % us(med["record"], events))
+    print("| record's scan | %s | its pass over the file after perf "
+          "(allocsites-read --scan) |" % us(med["scan"], events))
     print("| read, no stacks | %s | allocsites-read on the --unwind none "
           "recording |" % us(med["read_none"], events))
     print("| read | %s | allocsites-read: decompress, order, unwind, "
-          "emit |" % us(med["read"], events))
+          "tally |" % us(med["read"], events))
     print("| report, whole command | %s | allocsites report --json |"
           % us(med["report"], events))
     print("| report's Python share | %s | report less read |"
