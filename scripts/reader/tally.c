@@ -95,12 +95,11 @@ struct thread {
 	u64 phase;              /* its samples' phase + 1 (0: none) */
 	u64 first_phase, first_time;
 	u32 first_pid;
-	u8 used, has_last, phase_set, has_first;
+	u8 has_last, phase_set, has_first;
 };
 
 struct process {
 	u32 pid;
-	u8 used;
 	int nrecv;              /* received kinds, in the order first seen */
 	int recv_kind[NKINDS];
 	u64 recv[NKINDS];
@@ -125,17 +124,22 @@ struct key {
  * seen */
 struct counter { size_t n, cap; u64 *key; u8 *none; u64 *value; };
 
+/* u64 key -> a dense index (0, 1, ... in the order keys come), by open
+ * addressing: the threads, the processes, the guest ids defined */
+struct idmap { u64 *keys; u32 *slot; size_t n, cap; };
+
 struct tally {
 	struct emitter *em;
 	int log_fd;
 	u64 min_size;
 	struct def *defs;
 	int ndefs;
-	/* open addressing, keyed by tid, pid, (raw << 32 | tag) */
+	/* in the order first seen; found by thread_ids, proc_ids */
+	struct idmap thread_ids, proc_ids;
 	struct thread *threads;
-	size_t nthreads, cap_threads;
+	size_t cap_threads;
 	struct process *procs;
-	size_t nprocs, cap_procs;
+	size_t cap_procs;
 	int recv_order, fired_order;
 	u32 *key_slots;         /* key index + 1, 0: empty */
 	size_t cap_keys;
@@ -161,9 +165,7 @@ struct tally {
 	int write_error;
 	u64 seen;               /* events, for the progress blocks */
 	/* the guest locations defined (rt:guest) */
-	u64 *guest_ids;
-	u8 *guest_used;
-	size_t nguests, cap_guests;
+	struct idmap guest_ids;
 	FILE *guest_text;
 	char *guest_buf;
 	size_t guest_len;
@@ -237,10 +239,6 @@ struct tally *tally_new(struct emitter *em, int log_fd, u64 min_size,
 	t->defs = xcalloc((size_t)ndefs, sizeof(*t->defs));
 	for (int i = 0; i < ndefs; i++)
 		t->defs[i].kind = K_NONE;
-	t->cap_threads = 64;
-	t->threads = xcalloc(t->cap_threads, sizeof(*t->threads));
-	t->cap_procs = 64;
-	t->procs = xcalloc(t->cap_procs, sizeof(*t->procs));
 	t->cap_keys = 1024;
 	t->key_slots = xcalloc(t->cap_keys, sizeof(u32));
 	t->c_kind = xcalloc(SPILL_EVERY, 1);
@@ -281,67 +279,75 @@ void tally_def(struct tally *t, int index, const char *name,
 
 /* ------------------------------------------------------------ the maps */
 
+static size_t idmap_get(struct idmap *m, u64 key, int *fresh)
+{
+	if (2 * (m->n + 1) > m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 64;
+		u64 *keys = xcalloc(cap, sizeof(*keys));
+		u32 *slot = xcalloc(cap, sizeof(*slot));
+		for (size_t i = 0; i < m->cap; i++) {
+			if (!m->slot[i])
+				continue;
+			size_t j = mix(m->keys[i]) & (cap - 1);
+			while (slot[j])
+				j = (j + 1) & (cap - 1);
+			keys[j] = m->keys[i];
+			slot[j] = m->slot[i];
+		}
+		free(m->keys);
+		free(m->slot);
+		m->keys = keys;
+		m->slot = slot;
+		m->cap = cap;
+	}
+	size_t j = mix(key) & (m->cap - 1);
+	while (m->slot[j]) {
+		if (m->keys[j] == key) {
+			*fresh = 0;
+			return m->slot[j] - 1;
+		}
+		j = (j + 1) & (m->cap - 1);
+	}
+	m->keys[j] = key;
+	m->slot[j] = (u32)++m->n;
+	*fresh = 1;
+	return m->n - 1;
+}
+
+/* Room for item i of a dense array of cap items of size each */
+static void *room(void *a, size_t *cap, size_t i, size_t size)
+{
+	if (i < *cap)
+		return a;
+	*cap = *cap ? 2 * *cap : 64;
+	return xrealloc(a, *cap * size);
+}
+
 static struct thread *thread_get(struct tally *t, u32 tid, u32 pid)
 {
-	if (2 * (t->nthreads + 1) > t->cap_threads) {
-		size_t cap = t->cap_threads * 2;
-		struct thread *old = t->threads, *nw = xcalloc(cap, sizeof(*nw));
-		for (size_t i = 0; i < t->cap_threads; i++) {
-			if (!old[i].used)
-				continue;
-			size_t j = mix(old[i].tid) & (cap - 1);
-			while (nw[j].used)
-				j = (j + 1) & (cap - 1);
-			nw[j] = old[i];
-		}
-		free(old);
-		t->threads = nw;
-		t->cap_threads = cap;
+	int fresh;
+	size_t i = idmap_get(&t->thread_ids, tid, &fresh);
+	t->threads = room(t->threads, &t->cap_threads, i, sizeof(*t->threads));
+	struct thread *th = &t->threads[i];
+	if (fresh) {
+		memset(th, 0, sizeof(*th));
+		th->tid = tid;
+		th->pid = pid;
 	}
-	size_t j = mix(tid) & (t->cap_threads - 1);
-	while (t->threads[j].used) {
-		if (t->threads[j].tid == tid)
-			return &t->threads[j];
-		j = (j + 1) & (t->cap_threads - 1);
-	}
-	struct thread *th = &t->threads[j];
-	memset(th, 0, sizeof(*th));
-	th->used = 1;
-	th->tid = tid;
-	th->pid = pid;
-	t->nthreads++;
 	return th;
 }
 
 static struct process *process_get(struct tally *t, u32 pid)
 {
-	if (2 * (t->nprocs + 1) > t->cap_procs) {
-		size_t cap = t->cap_procs * 2;
-		struct process *old = t->procs, *nw = xcalloc(cap, sizeof(*nw));
-		for (size_t i = 0; i < t->cap_procs; i++) {
-			if (!old[i].used)
-				continue;
-			size_t j = mix(old[i].pid) & (cap - 1);
-			while (nw[j].used)
-				j = (j + 1) & (cap - 1);
-			nw[j] = old[i];
-		}
-		free(old);
-		t->procs = nw;
-		t->cap_procs = cap;
+	int fresh;
+	size_t i = idmap_get(&t->proc_ids, pid, &fresh);
+	t->procs = room(t->procs, &t->cap_procs, i, sizeof(*t->procs));
+	struct process *p = &t->procs[i];
+	if (fresh) {
+		memset(p, 0, sizeof(*p));
+		p->pid = pid;
+		p->seen_recv = p->seen_fired = -1;
 	}
-	size_t j = mix(pid) & (t->cap_procs - 1);
-	while (t->procs[j].used) {
-		if (t->procs[j].pid == pid)
-			return &t->procs[j];
-		j = (j + 1) & (t->cap_procs - 1);
-	}
-	struct process *p = &t->procs[j];
-	memset(p, 0, sizeof(*p));
-	p->used = 1;
-	p->pid = pid;
-	p->seen_recv = p->seen_fired = -1;
-	t->nprocs++;
 	return p;
 }
 
@@ -578,35 +584,10 @@ static void put_name(struct tally *t, struct str s)
 static void guest_def(struct tally *t, u64 id, u64 parent, u64 line,
 		      struct str source, struct str function)
 {
-	/* ids seen: open addressing on the id */
-	if (2 * (t->nguests + 1) > t->cap_guests) {
-		size_t cap = t->cap_guests ? 2 * t->cap_guests : 1024;
-		u64 *slots = xcalloc(cap, sizeof(u64));
-		u8 *used = xcalloc(cap, 1);
-		for (size_t i = 0; i < t->cap_guests; i++) {
-			if (!t->guest_used[i])
-				continue;
-			size_t j = mix(t->guest_ids[i]) & (cap - 1);
-			while (used[j])
-				j = (j + 1) & (cap - 1);
-			slots[j] = t->guest_ids[i];
-			used[j] = 1;
-		}
-		free(t->guest_ids);
-		free(t->guest_used);
-		t->guest_ids = slots;
-		t->guest_used = used;
-		t->cap_guests = cap;
-	}
-	size_t j = mix(id) & (t->cap_guests - 1);
-	while (t->guest_used[j]) {
-		if (t->guest_ids[j] == id)
-			return;
-		j = (j + 1) & (t->cap_guests - 1);
-	}
-	t->guest_ids[j] = id;
-	t->guest_used[j] = 1;
-	t->nguests++;
+	int fresh;
+	idmap_get(&t->guest_ids, id, &fresh);
+	if (!fresh)
+		return;   /* the first definition stays */
 	if (!t->guest_text) {
 		t->guest_text = open_memstream(&t->guest_buf, &t->guest_len);
 		if (!t->guest_text) {
@@ -876,10 +857,11 @@ int tally_finish(struct tally *t)
 		(unsigned long long)t->frees);
 	put128(f, t->freed_bytes);
 	fputc('\n', f);
-	struct process **ps = xcalloc(t->nprocs, sizeof(*ps));
+	size_t nprocs = t->proc_ids.n;
+	struct process **ps = xcalloc(nprocs, sizeof(*ps));
 	size_t np = 0;
-	for (size_t i = 0; i < t->cap_procs; i++)
-		if (t->procs[i].used && t->procs[i].seen_recv >= 0)
+	for (size_t i = 0; i < nprocs; i++)
+		if (t->procs[i].seen_recv >= 0)
 			ps[np++] = &t->procs[i];
 	qsort(ps, np, sizeof(*ps), by_recv);
 	for (size_t i = 0; i < np; i++)
@@ -889,8 +871,8 @@ int tally_finish(struct tally *t)
 				(unsigned long long)
 				ps[i]->recv[ps[i]->recv_kind[j]]);
 	np = 0;
-	for (size_t i = 0; i < t->cap_procs; i++)
-		if (t->procs[i].used && t->procs[i].seen_fired >= 0)
+	for (size_t i = 0; i < nprocs; i++)
+		if (t->procs[i].seen_fired >= 0)
 			ps[np++] = &t->procs[i];
 	qsort(ps, np, sizeof(*ps), by_fired);
 	for (size_t i = 0; i < np; i++) {
@@ -902,9 +884,9 @@ int tally_finish(struct tally *t)
 		fputc('\n', f);
 	}
 	free(ps);
-	for (size_t i = 0; i < t->cap_threads; i++) {
+	for (size_t i = 0; i < t->thread_ids.n; i++) {
 		const struct thread *th = &t->threads[i];
-		if (!th->used || !th->has_last)
+		if (!th->has_last)
 			continue;
 		fprintf(f, "thread %u %llu ", th->tid,
 			(unsigned long long)th->last);
