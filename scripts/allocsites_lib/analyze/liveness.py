@@ -638,11 +638,13 @@ def _bands(s):
 
 def _timeline(log, plan, times, main, peak_kb, totals, committed, series):
     """The Timeline: the columns at the sample times (series: {key index:
-    bytes at each time}, for the keys non-zero at some time) with the
-    peak's state (peak_kb: {key index: bytes}) put in at its moment."""
+    bytes at each time}, for the keys non-zero at some time; None: no
+    key's, by_key empty) with the peak's state (peak_kb: {key index:
+    bytes}) put in at its moment."""
     times, totals, committed = list(times), list(totals), list(committed)
     npoints = len(times)
-    series = dict(series)
+    wanted = series is not None
+    series = dict(series or {})
     if main.peak_i >= 0:
         # The peak is a moment of its own; a sample time equal to it shows
         # the peak (the state right after the peak event).
@@ -650,7 +652,7 @@ def _timeline(log, plan, times, main, peak_kb, totals, committed, series):
         replace = pos < len(times) and times[pos] == main.peak_t
         if not replace:
             times.insert(pos, main.peak_t)
-        for k, v in peak_kb.items():
+        for k, v in peak_kb.items() if wanted else ():
             if v and k not in series:
                 series[k] = [0] * npoints
         for col, value in ([(totals, main.peak),
@@ -696,7 +698,8 @@ def sweep(log, mode, points=400, engine=None, min_size=0, series=True):
             else:
                 return _assemble(log, got.plan, got.main, got.peak_codes,
                                  times, got.peak_kb, got.totals,
-                                 got.committed, got.series)
+                                 got.committed,
+                                 got.series if series else None)
     plan = _Plan(log, mode, min_size)
     main = _Sweep(log, plan, times).run(len(log))
     if main.peak_i < 0:
@@ -720,7 +723,7 @@ def sweep(log, mode, points=400, engine=None, min_size=0, series=True):
     snaps = main.snaps
     series = {k: list(s) for k, s in
               enumerate(zip(*[snap[2] for snap in snaps])) if any(s)} \
-        if series else {}
+        if series else None
     return _assemble(log, plan, main, peak_codes, times,
                      {k: v for k, v in enumerate(peak_kb) if v},
                      [snap[0] for snap in snaps], [snap[1] for snap in snaps],
