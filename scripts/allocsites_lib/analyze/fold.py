@@ -485,12 +485,13 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
     site_of = {}
     stack_live = collections.defaultdict(lambda: [0, 0, 0])
     total_count = total_bytes = truncated = 0
+    frames_of = symbolizer.frames
     for (frames, tag), entry in entries.items():
         count, nbytes = entry.count, entry.bytes
         if not tag_selected(tag, tag_names, tags):
             continue
         label = tag_label(tag, tag_names)
-        logical = [f for raw in frames for f in symbolizer.frames(raw)]
+        logical = [f for raw in frames for f in frames_of(raw)]
         chain = call_site_stack(logical, skip_re)
         if guest is not None:
             chain = guest.splice(parse.guest_of(frames), chain)
@@ -520,12 +521,12 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
         shown = chain[:depth] if depth else chain
         if not shown:
             shown = (NO_CALLER,)
-        total = stacks.get(shown)
+        total = stacks.get(shown)   # [count, bytes, {tag: bytes}]
         if total is None:
-            total = stacks[shown] = Stack(shown, 0, 0, collections.Counter())
-        stacks[shown] = total._replace(count=total.count + count,
-                                       bytes=total.bytes + nbytes)
-        total.tags[label] += nbytes
+            total = stacks[shown] = [0, 0, collections.Counter()]
+        total[0] += count
+        total[1] += nbytes
+        total[2][label] += nbytes
         if kl is not None:
             sl = stack_live[shown]
             sl[0] += kl.peak_bytes
@@ -543,7 +544,7 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
                           if mode == "sampled" else temporary)
 
     stack_list = sorted(
-        (finish(s) for s in stacks.values()),
+        (finish(Stack(shown, *total)) for shown, total in stacks.items()),
         key=lambda s: (-s.bytes, -s.count, [f.function for f in s.frames]))
     return Profile(ordered, stack_list, total_count, total_bytes, truncated,
                    site_of)
