@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from allocsites_lib.read import (hotpath, parse, perfrun,  # noqa: E402
                                  perfstderr, worker_files)
 from allocsites_lib.cli import options  # noqa: E402
-from allocsites_lib.analyze.fold import Tally  # noqa: E402
+from allocsites_lib.read.tally import Tally  # noqa: E402
 
 
 # Exit statuses: 0 the report is complete or could not be checked; 3 it

@@ -83,6 +83,12 @@ DEFINING = ("guest",)
 PLAIN_FIELDS = "abcdefgh"[:max(len(p.args) for p in PROBES
                               if p.plain_kind is not None)]
 
+# What the end-to-end count counts each event kind as (the others as
+# themselves): commit and decommit are rt:exit's commits, phase_begin and
+# phase_end its phases (analyze/completeness.py).
+COUNTED_AS = {"commit": "commit", "decommit": "commit",
+              "phase_begin": "phase", "phase_end": "phase"}
+
 # The kinds of event the report counts end to end, in the order of
 # rt:exit's arguments (its last one, untracked, counts no event).
 EXIT_COUNTS = ("alloc", "free", "sample", "sample_free", "release",

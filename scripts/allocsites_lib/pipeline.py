@@ -3,7 +3,7 @@
     record/   the program runs under perf record with the rt probes as
               uprobe events (record/recording.py runs it); the recording
               gets its sidecars (FILE.buildids, FILE.scan)
-    read/     perf.data -> a Tally (analyze/fold.py): the native reader
+    read/     perf.data -> a Tally (read/tally.py): the native reader
               (allocsites-read) or perf script workers, each running the
               entry script scripts/allocsites.py on a time range
     analyze/  Tally -> Report: symbolize, fold, the liveness sweep,

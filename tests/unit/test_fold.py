@@ -2,7 +2,8 @@ import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
 from allocsites_lib.analyze import fold
-from allocsites_lib.analyze.fold import NO_CALLER, Tally
+from allocsites_lib.analyze.fold import NO_CALLER
+from allocsites_lib.read.tally import ExactEntry, Tally
 
 from fixtures import StubSymbolizer, alloc, fr, free, raw
 from allocsites_lib.read.parse import Event
@@ -45,14 +46,14 @@ class TallyTest(unittest.TestCase):
         t = Tally()
         t.add(alloc(self.s1, 10, tag=1))
         t.add(alloc(self.s1, 30, tag=1))
-        self.assertEqual(dict(t.stacks), {(tuple(self.s1), 1): fold.ExactEntry(2, 40)})
+        self.assertEqual(dict(t.stacks), {(tuple(self.s1), 1): ExactEntry(2, 40)})
 
     def test_same_stack_different_tag_kept_apart(self):
         t = Tally()
         t.add(alloc(self.s1, 10, tag=1))
         t.add(alloc(self.s1, 30, tag=2))
-        self.assertEqual(dict(t.stacks), {(tuple(self.s1), 1): fold.ExactEntry(1, 10),
-                                          (tuple(self.s1), 2): fold.ExactEntry(1, 30)})
+        self.assertEqual(dict(t.stacks), {(tuple(self.s1), 1): ExactEntry(1, 10),
+                                          (tuple(self.s1), 2): ExactEntry(1, 30)})
 
     def test_none_counts_as_malformed(self):
         t = Tally()
@@ -82,7 +83,7 @@ class TallyTest(unittest.TestCase):
         t.add(alloc(self.s1, 100))
         t.add(alloc(self.s1, 101))
         self.assertEqual(t.filtered, 1)
-        self.assertEqual(dict(t.stacks), {(tuple(self.s1), 0): fold.ExactEntry(2, 201)})
+        self.assertEqual(dict(t.stacks), {(tuple(self.s1), 0): ExactEntry(2, 201)})
         self.assertEqual(t.events["alloc"], 3)
 
     def test_min_size_does_not_filter_frees(self):
@@ -94,7 +95,7 @@ class TallyTest(unittest.TestCase):
         t = Tally()
         t.add(alloc([], 8))
         self.assertEqual(t.no_callchain, 1)
-        self.assertEqual(dict(t.stacks), {((), 0): fold.ExactEntry(1, 8)})
+        self.assertEqual(dict(t.stacks), {((), 0): ExactEntry(1, 8)})
 
     def test_dsos(self):
         t = Tally()
@@ -398,7 +399,7 @@ class TrackedPhases(unittest.TestCase):
 
     def test_runs_at_the_changes_per_thread(self):
         from allocsites_lib.read.parse import Event
-        t = fold.Tally()
+        t = Tally()
         frames = ()
         for time, tid, phase in ((10, 1, 3), (20, 1, 3), (30, 2, 1),
                                  (40, 1, 0), (50, 1, 2), (60, 2, 1)):
@@ -415,7 +416,7 @@ class TrackedPhases(unittest.TestCase):
 
     def sampled(self, events):
         from allocsites_lib.read.parse import Event
-        t = fold.Tally()
+        t = Tally()
         for time, tid, phase, weight in events:
             t.add(Event("sample", 7, tid, 16 if weight else 0, 1, weight, (),
                         0x100 + time if weight else 0, time, rate=4096,
@@ -474,7 +475,7 @@ class TrackedPhases(unittest.TestCase):
 
     def test_no_phase_argument_no_runs(self):
         from allocsites_lib.read.parse import Event
-        t = fold.Tally()
+        t = Tally()
         t.add(Event("sample", 7, 1, 16, 1, 4096, (), 0x100, 10, rate=4096))
         self.assertFalse(t.phases_from_samples)
         self.assertEqual([e[0] for e in t.log], ["sample"])

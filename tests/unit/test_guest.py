@@ -11,7 +11,7 @@ import gzip
 import pickle
 
 from allocsites_lib.analyze import fold, guest
-from allocsites_lib.analyze.fold import Tally
+from allocsites_lib.read.tally import Tally
 from allocsites_lib.read import parse
 from allocsites_lib.read.parse import Event, GuestFrames
 from allocsites_lib.render import pprofout

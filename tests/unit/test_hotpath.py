@@ -10,7 +10,7 @@ import pickle
 import random
 
 from allocsites_lib.read import hotpath, parse
-from allocsites_lib.analyze.fold import Tally
+from allocsites_lib.read.tally import Tally
 
 from fixtures import entry
 

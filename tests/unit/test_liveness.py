@@ -13,7 +13,7 @@ import time
 
 from allocsites_lib.analyze import liveness
 from allocsites_lib.read.eventlog import EventLog
-from allocsites_lib.analyze.fold import ExactEntry, SampledEntry
+from allocsites_lib.read.tally import ExactEntry, SampledEntry
 from allocsites_lib.analyze.liveness import KeyLive, PhaseStats, sweep
 
 A, B, C, D = "key A", "key B", "key C", "key D"
@@ -613,7 +613,7 @@ class Sampled(Case):
         # The per-key peak adds up to the total peak.
         self.assertEqual(sum(k.peak_bytes for k in got.by_phase_key.values()),
                          got.peak_bytes)
-        # Entries as fold.Tally's: sum(w / s), sum(w), sum(w / s**2), n.
+        # Entries as the Tally's: sum(w / s), sum(w), sum(w / s**2), n.
         sampled = [e for e in b.events if e[0] == "sample"]
         want = SampledEntry()
         for e in sampled:

@@ -6,8 +6,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import pickle
 
-from allocsites_lib.analyze import fold
-from allocsites_lib.analyze.fold import Tally
+from allocsites_lib.read import tally as fold  # the Tally and its rules
+from allocsites_lib.read.tally import Tally
 from allocsites_lib.read.parse import Event, GuestFrames
 from fixtures import raw
 

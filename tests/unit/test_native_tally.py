@@ -39,7 +39,7 @@ import unittest  # noqa: E402
 import mutate  # noqa: E402
 from allocsites_lib import contract  # noqa: E402
 from allocsites_lib.read import native, parse  # noqa: E402
-from allocsites_lib.analyze.fold import Tally  # noqa: E402
+from allocsites_lib.read.tally import Tally  # noqa: E402
 
 BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
 READER = os.path.join(BUILD, "allocsites-read")

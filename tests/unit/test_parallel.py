@@ -14,7 +14,7 @@ from allocsites_lib.read import (progress, time_ranges, worker_files,
                                  worker_sizing, workers)
 from allocsites_lib.analyze import assemble
 from allocsites_lib.cli.options import UsageError
-from allocsites_lib.analyze.fold import ExactEntry, Tally
+from allocsites_lib.read.tally import ExactEntry, Tally
 from allocsites_lib.read.parse import Event
 from fixtures import raw
 

@@ -11,7 +11,8 @@ from allocsites_lib.analyze import assemble, fold, stale, wrappers
 from allocsites_lib.render import outputs
 from allocsites_lib.cli import options
 from allocsites_lib.read import elf as elfmod
-from allocsites_lib.analyze.fold import Stack, Tally
+from allocsites_lib.analyze.fold import Stack
+from allocsites_lib.read.tally import Tally
 from allocsites_lib.read.parse import Event, RawFrame
 from allocsites_lib.analyze.symbolize import Frame, Symbolizer
 

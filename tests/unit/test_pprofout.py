@@ -111,7 +111,7 @@ class HugeSizes(unittest.TestCase):
     def profile(self, sizes, frees=0):
         import tempfile
         from allocsites_lib import pipeline
-        from allocsites_lib.analyze.fold import Tally
+        from allocsites_lib.read.tally import Tally
         from allocsites_lib.cli import options
         import io
         import test_pipeline as tp

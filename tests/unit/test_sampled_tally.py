@@ -7,6 +7,7 @@ import math
 
 from allocsites_lib.analyze import assemble, fold
 from allocsites_lib.read.parse import Event
+from allocsites_lib.read.tally import Tally
 from fixtures import alloc, raw
 
 STACK = (raw(0x10, "rt_alloc"), raw(0x20, "main"))
@@ -26,7 +27,7 @@ class SampleRate(unittest.TestCase):
     header, with a warning."""
 
     def rate(self, *events):
-        t = fold.Tally()
+        t = Tally()
         for e in events:
             t.add(e)
         return assemble.sample_rate(t)
@@ -61,7 +62,7 @@ class SampleRate(unittest.TestCase):
 class SampledTally(unittest.TestCase):
 
     def test_estimates_are_sums_of_weight_and_weight_over_size(self):
-        t = fold.Tally()
+        t = Tally()
         t.add(sample(64, 65536))          # k = 1 at R = 64 KiB
         t.add(sample(200000, 3 * 65536))  # k = 3: one big block, 3 points
         (entry,) = t.sampled.values()
@@ -74,19 +75,19 @@ class SampledTally(unittest.TestCase):
         self.assertEqual(t.mode(), "sampled")
 
     def test_gcd_recovers_r_from_multiples(self):
-        t = fold.Tally()
+        t = Tally()
         for k in (3, 5, 1, 2):
             t.add(sample(100, k * 4096))
         self.assertEqual(t.weight_gcd, 4096)
 
     def test_exact_wins_when_both_streams_recorded(self):
-        t = fold.Tally()
+        t = Tally()
         t.add(alloc(STACK, 10))
         t.add(sample(10, 4096))
         self.assertEqual(t.mode(), "exact")
 
     def test_zero_size_or_weight_is_not_counted(self):
-        t = fold.Tally()
+        t = Tally()
         t.add(sample(0, 4096))
         t.add(sample(10, 0))
         self.assertEqual(dict(t.sampled), {})
@@ -103,7 +104,7 @@ class SampledTally(unittest.TestCase):
 class DuplicateRecords(unittest.TestCase):
 
     def test_same_thread_same_nanosecond_is_dropped_once(self):
-        t = fold.Tally()
+        t = Tally()
         for ev in (timed_alloc(8, 1, 100), timed_alloc(8, 1, 100),
                    timed_alloc(9, 1, 101)):
             t.add(ev)
@@ -113,13 +114,13 @@ class DuplicateRecords(unittest.TestCase):
         self.assertEqual(sum(e.bytes for e in t.stacks.values()), 17)
 
     def test_other_thread_same_nanosecond_is_kept(self):
-        t = fold.Tally()
+        t = Tally()
         t.add(timed_alloc(8, 1, 100))
         t.add(timed_alloc(8, 2, 100))
         self.assertEqual((t.duplicates, t.events["alloc"]), (0, 2))
 
     def test_events_without_time_are_never_dropped(self):
-        t = fold.Tally()
+        t = Tally()
         t.add(timed_alloc(8, 1, None))
         t.add(timed_alloc(8, 1, None))
         self.assertEqual((t.duplicates, t.events["alloc"]), (0, 2))

@@ -9,7 +9,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "scripts"))
 from allocsites_lib.analyze import liveness, threads  # noqa: E402
-from allocsites_lib.analyze.fold import ExactEntry  # noqa: E402
+from allocsites_lib.read.tally import ExactEntry  # noqa: E402
 from allocsites_lib.read.eventlog import EventLog  # noqa: E402
 
 A, B = ("a",), ("b",)   # two keys (stand-ins for (frames, tag))

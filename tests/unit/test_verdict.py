@@ -3,7 +3,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from allocsites_lib.analyze import completeness
 from allocsites_lib.read import parse
-from allocsites_lib.analyze.fold import Tally
+from allocsites_lib.read.tally import Tally
 
 from fixtures import alloc, exit_event, sample
 

@@ -290,7 +290,7 @@ def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
     log = tally.log
     has_frees = liveview.frees_recorded(tally)
     # phases seen at the samples (rt:phase_track): each sample's phase is
-    # exact, the runs between samples are not (fold.Tally._track_phase)
+    # exact, the runs between samples are not (Tally._track_phase)
     from_samples = getattr(tally, "phases_from_samples", False)
     has_phases = bool(tally.events.get("phase_begin")) or from_samples
     if log is None or not (has_frees or has_phases):

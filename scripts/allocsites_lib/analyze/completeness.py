@@ -24,8 +24,7 @@ from .. import contract
 # untracked, counts no event (sampled pointers the table could not hold).
 KINDS = contract.EXIT_COUNTS
 # Event kind -> the count of rt:exit it is checked against.
-COUNTED_AS = {"commit": "commit", "decommit": "commit",
-              "phase_begin": "phase", "phase_end": "phase"}
+COUNTED_AS = contract.COUNTED_AS
 
 Verdict = collections.namedtuple("Verdict", [
     "complete",    # True, False or None (not checked)

@@ -52,7 +52,7 @@ from itertools import islice
 
 from ..read.eventlog import (ALLOC, FREE, SAMPLE, SAMPLE_FREE, RELEASE, COMMIT,
                        DECOMMIT, PHASE_BEGIN, PHASE_END, EXIT)
-from .fold import ExactEntry, SampledEntry
+from ..read.tally import ExactEntry, SampledEntry
 from . import nativesweep
 
 KeyLive = collections.namedtuple(
@@ -320,7 +320,7 @@ class _Sweep:
                         size = sizes[si]
                         si += 1
                         if size <= 0 or b <= 0:
-                            continue   # stands for nothing (as in fold.Tally)
+                            continue   # stands for nothing (as in read/tally.py)
                         cnt = b / size
                         if size >= min_size:
                             ec[code] += cnt

@@ -42,7 +42,7 @@ def split(log, sampled, min_size=0):
                 if kind != kind_wanted or size < min_size:
                     continue
                 if sampled and (size <= 0 or col_b[i] <= 0):
-                    continue   # stands for nothing (as in fold.Tally)
+                    continue   # stands for nothing (as in read/tally.py)
                 pid, tid = pids[i], tids[i]
                 open_ = stacks.get(tid)
                 phase = open_[1][-1] if open_ and open_[0] == pid and \

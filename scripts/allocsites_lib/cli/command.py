@@ -58,7 +58,7 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
 def _report(data, report_args, opts, perf, stdout, jobs, err):
     from ..read import reading
     from .. import pipeline
-    from ..analyze.fold import Tally
+    from ..read.tally import Tally
     probed = buildids.read_buildids(data)   # {binary: build-ids}, or {}
     try:
         got = reading.read_recording(

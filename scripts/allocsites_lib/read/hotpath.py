@@ -40,7 +40,7 @@ merge, no unpickling in between).
 import operator
 
 from . import eventlog, mailbox, parse
-from ..analyze.completeness import COUNTED_AS
+from ..contract import COUNTED_AS
 
 # Events kept before they go to the log's columns (flush()).
 FLUSH_EVERY = 1024

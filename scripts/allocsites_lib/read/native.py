@@ -26,7 +26,7 @@ import urllib.parse
 
 from . import parse
 from .eventlog import EventLog
-from ..analyze.fold import ExactEntry, SampledEntry
+from .tally import ExactEntry, SampledEntry
 
 B_STRING, B_FRAME, B_STACK, B_NOTE, B_PROGRESS, B_TALLY = 2, 3, 4, 6, 7, 8
 MAX_FIELDS = 12

@@ -325,7 +325,7 @@ def _encode_samples(samples, shifts):
 def encode(tally, symbolizer, names, mode, sample_bytes=0, tags=None,
            entries=None, live=None, skip=None, time_nanos=0,
            duration_nanos=0, phased=None, threads=None, guest=None):
-    """The gzip-compressed profile of tally (fold.Tally, resolved by
+    """The gzip-compressed profile of tally (read/tally.py's Tally, resolved by
     symbolizer); names: {tag: name}; tags: the --tag filter or None;
     entries: {key: entry} instead of the tally's (one --phase); live:
     {key: liveness.KeyLive} when frees were recorded: then the profile
