@@ -16,10 +16,10 @@ from ..read import parse
 
 from ..read.elf import tag_names
 from .fold import fold, tag_selected
-from ..cli.options import skip_regex
 from .report import Report
 from .stale import stale_binaries
-from .wrappers import declared_skips, wrapper_advice, wrapper_suspects
+from .wrappers import (declared_skips, skip_regex, wrapper_advice,
+                       wrapper_suspects)
 
 
 def collect_tag_names(tally, symbolizer):
@@ -106,7 +106,7 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     tags = set(opts.tag) if opts.tag else None
     mode = tally.mode()
     declared = declared_skips(tally, symbolizer)
-    skip = "|".join(p for p in [skip_regex(opts)] +
+    skip = "|".join(p for p in [skip_regex(opts.skip)] +
                     ["(?:%s)" % r for r, _ in declared] if p) or None
     warnings = []
     phase_names = liveview.phase_names(tally, symbolizer)

@@ -9,6 +9,11 @@ import re
 from ..read.elf import skip_patterns
 
 
+def skip_regex(patterns):
+    """--skip's patterns (a list, or None) as one regex, or None."""
+    return "|".join("(?:%s)" % s for s in patterns) if patterns else None
+
+
 def declared_skips(tally, symbolizer):
     """[(regex, dso)] the recorded binaries declare with RT_SKIP, each
     regex once, in DSO order; unusable ones are left out (warned)."""

@@ -4,6 +4,8 @@ import argparse
 import os
 import re
 
+from ..errors import UsageError
+
 EXAMPLES = """\
 examples:
   perf script --no-inline -s scripts/allocsites.py
@@ -17,10 +19,6 @@ examples:
   perf script --no-inline -s scripts/allocsites.py -- --folded out.folded --weight count
         folded stacks weighted by allocation count, for flamegraph.pl
 """
-
-
-class UsageError(Exception):
-    """A bad option: reported as one line, exit status 2."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -221,6 +219,3 @@ def check_not_input(opts, data):
                              "recording .data or the %s another file"
                              % (name, path, name))
 
-
-def skip_regex(opts):
-    return "|".join("(?:%s)" % s for s in opts.skip) if opts.skip else None

@@ -7,13 +7,13 @@ import tempfile
 
 from . import (csvout, flamegraph, folded, jsonout, ranking, sitestacks,
                table)
-from ..cli.options import UsageError
+from ..errors import UsageError
 
 
 def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
     """Table to `out`, files as asked, warnings to `err`. Returns the list
     of (kind, path) written. A --sort or --weight this report has no
-    figures for (peak without frees) raises options.UsageError before
+    figures for (peak without frees) raises UsageError before
     any file is written."""
     try:
         ranking.check(report, getattr(opts, "sort", "bytes"), opts.weight)
