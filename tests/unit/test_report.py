@@ -1,6 +1,7 @@
 import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
+from allocsites_lib import words
 from allocsites_lib.render import text
 from allocsites_lib.analyze.report import Report
 
@@ -20,7 +21,7 @@ class HumanBytesTest(unittest.TestCase):
                         (1048576, "1.0 MiB"), (3 * 1024 ** 3, "3.0 GiB"),
                         (2 * 1024 ** 4, "2.0 TiB"), (5 * 1024 ** 5, "5120.0 TiB")]:
             with self.subTest(n=n):
-                self.assertEqual(text.human_bytes(n), want)
+                self.assertEqual(words.human_bytes(n), want)
 
 
 class LossTest(unittest.TestCase):
@@ -40,49 +41,49 @@ class LossTest(unittest.TestCase):
 
 class LocationTest(unittest.TestCase):
     def test_relative_below_cwd(self):
-        self.assertEqual(text.location(fr("f", 12, "/work/src/a.c"), "/work"), "src/a.c:12")
-        self.assertEqual(text.location(fr("f", 12, "/work/src/a.c"), "/work/"), "src/a.c:12")
+        self.assertEqual(words.location(fr("f", 12, "/work/src/a.c"), "/work"), "src/a.c:12")
+        self.assertEqual(words.location(fr("f", 12, "/work/src/a.c"), "/work/"), "src/a.c:12")
 
     def test_outside_cwd_kept_absolute(self):
-        self.assertEqual(text.location(fr("f", 12, "/other/a.c"), "/work"), "/other/a.c:12")
+        self.assertEqual(words.location(fr("f", 12, "/other/a.c"), "/work"), "/other/a.c:12")
 
     def test_prefix_is_not_a_parent(self):
-        self.assertEqual(text.location(fr("f", 3, "/workshop/a.c"), "/work"), "/workshop/a.c:3")
+        self.assertEqual(words.location(fr("f", 3, "/workshop/a.c"), "/work"), "/workshop/a.c:3")
 
     def test_no_relative_to(self):
-        self.assertEqual(text.location(fr("f", 3, "/w/a.c")), "/w/a.c:3")
+        self.assertEqual(words.location(fr("f", 3, "/w/a.c")), "/w/a.c:3")
 
     def test_no_line(self):
-        self.assertEqual(text.location(fr("f+0x10", 0, "/usr/bin/app"), "/work"), "/usr/bin/app")
+        self.assertEqual(words.location(fr("f+0x10", 0, "/usr/bin/app"), "/work"), "/usr/bin/app")
 
     def test_no_file(self):
-        self.assertEqual(text.location(fr("[no caller]", 0, "")), "?")
+        self.assertEqual(words.location(fr("[no caller]", 0, "")), "?")
 
 
 class FrameLabelTest(unittest.TestCase):
     def test_function_basename_line(self):
-        self.assertEqual(text.frame_label(fr("parse", 120, "/src/deep/parser.c")),
+        self.assertEqual(words.frame_label(fr("parse", 120, "/src/deep/parser.c")),
                          "parse (parser.c:120)")
 
     def test_inlined(self):
-        self.assertEqual(text.frame_label(fr("helper", 21, "/src/h.h", inlined=True)),
+        self.assertEqual(words.frame_label(fr("helper", 21, "/src/h.h", inlined=True)),
                          "helper (h.h:21) [inlined]")
 
     def test_no_line(self):
-        self.assertEqual(text.frame_label(fr("clone3+0x2c", 0, "/lib/libc.so.6")),
+        self.assertEqual(words.frame_label(fr("clone3+0x2c", 0, "/lib/libc.so.6")),
                          "clone3+0x2c")
 
     def test_semicolons_escaped(self):
-        self.assertEqual(text.frame_label(fr("a;b", 3, "/x/y;z.c", inlined=True)),
+        self.assertEqual(words.frame_label(fr("a;b", 3, "/x/y;z.c", inlined=True)),
                          "a:b (y:z.c:3) [inlined]")
-        self.assertNotIn(";", text.frame_label(fr(";;", 0, ";")))
+        self.assertNotIn(";", words.frame_label(fr(";;", 0, ";")))
 
 
 class ShareTest(unittest.TestCase):
     def test_share(self):
-        self.assertEqual(text.share(1, 4), 25.0)
-        self.assertEqual(text.share(5, 0), 0.0)
-        self.assertEqual(text.share(0, 0), 0.0)
+        self.assertEqual(words.share(1, 4), 25.0)
+        self.assertEqual(words.share(5, 0), 0.0)
+        self.assertEqual(words.share(0, 0), 0.0)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import json
 import math
 import statistics
 
-from ..render.text import frame_label, human_bytes
+from ..words import frame_label, human_bytes
 
 Change = collections.namedtuple(
     "Change", "function file line base_line match count_before "

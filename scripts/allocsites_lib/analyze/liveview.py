@@ -14,7 +14,7 @@ import collections
 from . import liveness
 from ..read.elf import phase_names as elf_phase_names
 from .report import LiveSummary, PhaseRow
-from ..render.text import human_bytes
+from ..words import human_bytes
 
 
 def frees_recorded(tally):

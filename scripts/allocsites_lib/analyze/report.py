@@ -2,7 +2,7 @@
 
 Renderers (render/: table, jsonout, folded, csvout, flamegraph...) read a
 Report and nothing else, so each can be tested with a Report built by
-hand; render/text.py words its figures.
+hand; words.py and render/text.py word its figures.
 """
 
 import collections

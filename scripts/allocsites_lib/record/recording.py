@@ -21,7 +21,7 @@ from .binaries import (probed_binaries, process_binaries, resolve_library,
                        resolve_program, unprobed_code)
 from .errors import RecordError
 from .tracefs import Tracefs, listed_events
-from ..render.text import human_bytes, lost_words
+from ..words import human_bytes, lost_words
 
 
 class Interrupts:

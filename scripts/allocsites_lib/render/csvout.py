@@ -4,7 +4,7 @@ import csv
 import io
 
 from .folded import number
-from .text import share
+from ..words import share
 
 # The liveness columns come last, so that readers of the first ten keep
 # working; their cells are empty when frees were not recorded (temporary:

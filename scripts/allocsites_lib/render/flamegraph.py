@@ -32,7 +32,8 @@ import json
 import re
 import zlib
 
-from .text import human_bytes, lost_text, verdict_line
+from ..words import human_bytes
+from .text import lost_text, verdict_line
 
 MIN_WIDTH = 0.1       # px, like flamegraph.pl --minwidth
 XPAD = 10             # left/right padding

@@ -6,7 +6,7 @@ count, peak (bytes live at the peak), leaked (bytes live at the end) or
 temporary (allocations freed by the very next event)."""
 
 from . import ranking
-from .text import frame_label
+from ..words import frame_label
 
 
 def folded_lines(report, weight="bytes"):

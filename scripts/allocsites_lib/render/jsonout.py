@@ -7,7 +7,8 @@ import json
 import types
 
 from . import sitestacks
-from .text import peak_error, share, verdict
+from ..words import share
+from .text import peak_error, verdict
 
 VERSION = 2
 

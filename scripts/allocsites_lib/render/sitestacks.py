@@ -9,7 +9,7 @@ stacks_json gives the JSON entries."""
 
 import os
 
-from .text import location, share
+from ..words import location, share
 
 
 def _at_line(frame, site):

@@ -7,8 +7,8 @@ import os
 import re
 
 from . import ranking
-from .text import (human_bytes, location, lost_text, peak_error, share,
-                   verdict_line)
+from ..words import human_bytes, location, share
+from .text import lost_text, peak_error, verdict_line
 
 _CTRL = re.compile("[\x00-\x1f\x7f]")
 

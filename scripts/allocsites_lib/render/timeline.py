@@ -39,7 +39,7 @@ import colorsys
 import math
 from xml.sax.saxutils import escape
 
-from .text import human_bytes
+from ..words import human_bytes
 from .ranking import time_text   # the peak's time as the table says it
 from .flamegraph import FONT_SIZE, FONT_W, _CTRL, _attr, _fit, _human_bytes, \
     _num
