@@ -1,6 +1,6 @@
 import math, os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
-from allocsites_lib.render import flamegraph, timeline
+from allocsites_lib.render import svg, timeline
 
 import xml.etree.ElementTree as ET
 
@@ -240,7 +240,7 @@ class TimelineTest(unittest.TestCase):
             if text is None:
                 continue
             x = float(text.get("x"))
-            w = len(text.text) * flamegraph.FONT_SIZE * flamegraph.FONT_W
+            w = len(text.text) * svg.FONT_SIZE * svg.FONT_W
             left = x - w if text.get("text-anchor") == "end" else x
             out.append((float(text.get("y")), left, left + w, text.text))
         return out

@@ -29,19 +29,17 @@ Emulates Brendan Gregg's flamegraph.pl output:
 """
 
 import json
-import re
 import zlib
 
 from ..words import human_bytes
+from .svg import (CTRL as _CTRL, FONT_SIZE, FONT_W, attr as _attr, escape,
+                  fit as _fit, estimate_bytes as _human_bytes, num as _num)
 from .text import lost_text, verdict_line
 
 MIN_WIDTH = 0.1       # px, like flamegraph.pl --minwidth
 XPAD = 10             # left/right padding
 FRAME_H = 16          # frame height (rect is FRAME_H - 1)
-FONT_SIZE = 12
-FONT_W = 0.59         # average glyph width / font size (Verdana), as flamegraph.pl
 SEARCH_COLOR = "rgb(230,0,230)"
-_CTRL = re.compile("[\x00-\x1f\x7f\ufffe\uffff]")
 
 # What the boxes can measure (options.WEIGHTS), and what an empty graph of
 # each says: a graph of leaks with nothing leaked is a result, not a
@@ -119,18 +117,9 @@ def _layout(root, value, width):
     return out
 
 
-def _num(v):
-    s = "%.4f" % v
-    return s.rstrip("0").rstrip(".") if "." in s else s
-
-
 def _amount(v):
     """Exact for ints, rounded with a '~' for float estimates."""
     return "~%d" % round(v) if isinstance(v, float) else "%d" % v
-
-
-def _human_bytes(v):
-    return ("~" if isinstance(v, float) else "") + human_bytes(v)
 
 
 def _measure(weight):
@@ -187,24 +176,6 @@ def _color(name):
     h = zlib.crc32(name.split(" (", 1)[0].encode("utf-8", "replace"))
     v1, v2, v3 = (h & 0xff) / 255.0, ((h >> 8) & 0xff) / 255.0, ((h >> 16) & 0xff) / 255.0
     return "rgb(%d,%d,%d)" % (205 + int(50 * v3), int(230 * v1), int(55 * v2))
-
-
-def _fit(name, w):
-    """Label for a box of width w: full name, '..'-truncated, or empty."""
-    chars = int(w / (FONT_SIZE * FONT_W))
-    if chars < 3:
-        return ""
-    return name if len(name) <= chars else name[:chars - 2] + ".."
-
-
-def escape(s):
-    """&, < and > as entities (xml.sax.saxutils.escape without its import
-    of urllib: 45 ms of every allocsites command's start)."""
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _attr(s):
-    return escape(s).replace('"', "&quot;").replace("'", "&apos;")
 
 
 _STYLE = """

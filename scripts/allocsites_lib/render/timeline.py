@@ -41,8 +41,8 @@ from xml.sax.saxutils import escape
 
 from ..words import human_bytes
 from .ranking import time_text   # the peak's time as the table says it
-from .flamegraph import FONT_SIZE, FONT_W, _CTRL, _attr, _fit, _human_bytes, \
-    _num
+from .svg import (CTRL as _CTRL, FONT_SIZE, FONT_W, attr as _attr,
+                  fit as _fit, estimate_bytes as _human_bytes, num as _num)
 
 WIDTH = 1200
 LEFT = 90             # room for the byte axis labels
