@@ -266,7 +266,9 @@ class RealElfTest(unittest.TestCase):
     def test_probe_arguments_are_registers(self):
         [(_, _, _, _, args)] = alloc_probes(elf.open_elf(self.pie.path))
         operands = args.split()
-        self.assertEqual([o.split("@")[0] for o in operands], ["8", "8", "4"])
+        # ptr, size, tag and the guest location (0 from RT_ALLOC)
+        self.assertEqual([o.split("@")[0] for o in operands],
+                         ["8", "8", "4", "8"])
         for operand in operands:
             self.assertRegex(operand, r"^-?\d+@%[a-z0-9]+$")
 

@@ -107,7 +107,7 @@ class DefinitionsTest(unittest.TestCase):
                     self.assertTrue(m, line)
                     fields = m.group(3).split()
                     self.assertEqual([f.split("=")[0] for f in fields],
-                                     ["arg1", "arg2", "arg3"])
+                                     ["arg1", "arg2", "arg3", "arg4"])
                     sizes = [{"u64": "8", "u32": "4"}[f.rsplit(":", 1)[1]]
                              for f in fields]
                     got.append((int(m.group(1), 16), int(m.group(2), 16),
