@@ -136,6 +136,37 @@ class Splicing(unittest.TestCase):
         self.assertEqual({s.frame.function for s in plain.sites},
                          {"luaH_resize", "main"})
 
+    def test_a_phase_by_guest_location_with_its_liveness(self):
+        # --phase and liveness by guest location: phase 4 holds the
+        # allocations at inner (one freed) and the interpreter's
+        from allocsites_lib.analyze import liveness, liveview
+        deep = self.native(PROBE, RESIZE, EXEC, CALL, PCALL, MAIN, START)
+        t = Tally()
+        t.guests = dict(DEFS)
+        t.add(Event("alloc", 1, 1, 30, 1, None, GuestFrames(deep, 2), 1, 10))
+        t.add(Event("phase_begin", 1, 1, 0, 4, None, (), None, 20))
+        t.add(Event("alloc", 1, 1, 100, 1, None, GuestFrames(deep, 3), 2,
+                    30))
+        t.add(Event("alloc", 1, 1, 50, 1, None, GuestFrames(deep, 3), 3,
+                    40))
+        t.add(Event("alloc", 1, 1, 7, 1, None,
+                    self.native(PROBE, MAIN, START), 4, 50))
+        t.add(Event("free", 1, 1, 50, 0, None, (), 3, 60))
+        t.add(Event("phase_end", 1, 1, 0, 4, None, (), None, 70))
+        for engine in ("python", "native"):
+            with self.subTest(engine=engine):
+                try:
+                    sweep = liveness.sweep(t.log, "exact", engine=engine)
+                except Exception as e:   # allocsites-sweep not built
+                    self.skipTest("%s sweep: %s" % (engine, e))
+                entries, live = liveview.selection(sweep, 4)
+                prof = fold.fold(t, self.sym, guest=guest.GuestView(DEFS),
+                                 entries=entries, live=live)
+                got = {s.frame.function: (s.count, s.bytes, s.leaked_bytes)
+                       for s in prof.sites}
+                self.assertEqual(got, {"inner": (2, 150, 100),
+                                       "[interpreter]": (1, 7, 7)})
+
     def test_no_dispatch_declared_puts_guest_frames_on_top(self):
         view = guest.GuestView(DEFS)
         prof = fold.fold(self.tally(), self.sym, guest=view)
