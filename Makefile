@@ -162,6 +162,8 @@ bench: deps all
 	$(PYTHON) bench/exact_scale.py > $(BENCH_OUT)/exact_scale.md && cat $(BENCH_OUT)/exact_scale.md
 	$(PYTHON) bench/report_throughput.py > $(BENCH_OUT)/report_throughput.md && cat $(BENCH_OUT)/report_throughput.md
 	$(PYTHON) bench/offcost_callgrind.py > $(BENCH_OUT)/offcost_callgrind.md && cat $(BENCH_OUT)/offcost_callgrind.md
+	$(PYTHON) bench/floor.py > $(BENCH_OUT)/floor.md && cat $(BENCH_OUT)/floor.md
+	$(PYTHON) bench/guest_cost.py > $(BENCH_OUT)/guest_cost.md && cat $(BENCH_OUT)/guest_cost.md
 	$(PYTHON) bench/header_tus.py > $(BENCH_OUT)/header_tus.md && cat $(BENCH_OUT)/header_tus.md
 	$(PYTHON) bench/sampled_overhead.py > $(BENCH_OUT)/sampled_overhead.md && cat $(BENCH_OUT)/sampled_overhead.md
 	$(PYTHON) bench/sampled_total.py > $(BENCH_OUT)/sampled_total.md && cat $(BENCH_OUT)/sampled_total.md
