@@ -188,14 +188,15 @@ class Run:
         perf_said = self.stderr.finish() if self.stderr else []
         from allocsites_lib import pipeline
         from allocsites_lib.analyze.symbolize import Symbolizer
+        from allocsites_lib.analyze import facts
         data = perfrun.data_path(self.perf_argv)
-        lost, reason, tail_cut, unwind = recording_loss(data)
+        known = recording_facts(data)
         report = pipeline.report(
-            self.tally, self.opts, Symbolizer(), lost, reason, data,
-            handler_errors=self.handler_errors,
+            self.tally, self.opts, Symbolizer(), known.lost,
+            known.lost_reason, data, handler_errors=self.handler_errors,
             perf_inlines=self.perf_inlines,
             read_errors=perfstderr.read_errors(perf_said),
-            interrupted=self.interrupted, tail_cut=tail_cut, unwind=unwind)
+            interrupted=self.interrupted, **facts.kwargs(known))
         if self.interrupted:
             return INTERRUPTED
         if report.bad_options:   # a --tag or --phase that names nothing
@@ -203,22 +204,22 @@ class Run:
         return INCOMPLETE if report.verdict.complete is False else 0
 
 
-def recording_loss(data):
-    """(lost, reason, tail_cut, unwind) of the recording perf script reads, as
-    `allocsites report` has them: from one scan of the file (perf's loss
-    records, and whether perf -z cut its last compressed record short),
-    else from perf report --stats (a pipe, a file the scan cannot read)."""
-    from allocsites_lib.read import scancache   # the single-process report only
+def recording_facts(data):
+    """The facts of the recording perf script reads (read/facts.py), as
+    `allocsites report` has them: from one scan of the file and its
+    FILE.buildids, else the loss from perf report --stats (a pipe, a file
+    the scan cannot read)."""
+    from allocsites_lib.analyze import facts   # the report only
+    from allocsites_lib.read import scancache
+    from allocsites_lib.record import buildids
+    scan, probed = None, {}
     if data != "-":
         try:
             scan = scancache.scan(data)
         except Exception:  # noqa: BLE001 - perf report --stats says it instead
             scan = None
-        if scan is not None:
-            lost, reason = scan.lost()
-            return lost, reason, bool(scan.tail_cut), scan.unwind
-    lost, reason = perfrun.count_lost(data)
-    return lost, reason, False, None
+        probed = buildids.read_buildids(data)
+    return facts.recording_facts(data, scan, probed)
 
 
 try:

@@ -11,11 +11,8 @@ import sys
 # and their imports were a tenth of its fixed cost.
 from .. import SCRIPTS_DIR
 from . import parsers, options
-from ..read import perfdata, perfrun
 from ..record import buildids, datafile, prerequisites, recording
-from ..record.binaries import unprobed_code
 from ..record.errors import RecordError
-from ..analyze import completeness
 
 ENTRY_SCRIPT = os.path.join(SCRIPTS_DIR, "allocsites.py")
 USAGE = parsers.USAGE
@@ -68,43 +65,19 @@ def _report(data, report_args, opts, perf, stdout, jobs, err):
         raise RecordError(str(e))
     if got is None:   # refused, or nothing read: said
         return 1
-    (lost, reason), facts = recording_facts(data, perf, got.scan, probed)
+    from ..analyze import facts
+    known = facts.recording_facts(data, got.scan, probed, perf)
     from ..analyze.symbolize import Symbolizer
     result = got.result
     rep = pipeline.report(
-        result.tally, opts, Symbolizer(), lost, reason, os.path.abspath(data),
-        out=stdout, err=err, handler_errors=result.handler_errors,
+        result.tally, opts, Symbolizer(), known.lost, known.lost_reason,
+        os.path.abspath(data), out=stdout, err=err,
+        handler_errors=result.handler_errors,
         perf_inlines=result.perf_inlines, read_errors=got.read_errors,
-        **facts)
+        **facts.kwargs(known))
     if rep.bad_options:   # a --tag or --phase that names nothing
         return 2
     return INCOMPLETE if rep.verdict.complete is False else 0
-
-
-def recording_facts(data, perf, scan, probed):
-    """What the recording says about the profile's completeness, for
-    pipeline.report: (lost, reason), and its keyword arguments
-    (build-ids, an attach, the unwinding, what ran unseen, ...). scan:
-    the recording's, or None (loss then from perf report --stats);
-    probed: {binary: build-ids} from FILE.buildids."""
-    if scan is not None:
-        lost, reason = scan.lost()
-    else:
-        lost, reason = perfrun.count_lost(data, perf)
-    attached = scan is not None and perfdata.attached(scan.cmdline)
-    running = scan.running() if scan is not None else []
-    unseen = completeness.unseen(
-        running=running if not attached else (),
-        unprobed=unprobed_code(scan.code, probed)
-        if scan is not None and probed else ())
-    return (lost, reason), dict(
-        build_ids=dict(scan.build_ids if scan is not None else {},
-                       **probed),
-        attached=attached,
-        tail_cut=scan is not None and bool(scan.tail_cut),
-        unwind=scan.unwind if scan is not None else None, unseen=unseen,
-        still_running=bool(attached and running),
-        stopped=scan.stopped if scan is not None else None)
 
 
 def main(argv=None):

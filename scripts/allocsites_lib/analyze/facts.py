@@ -1,0 +1,52 @@
+"""What a recording says about its profile's completeness, made once.
+
+Both ways of making a report (`allocsites report`, cli/command.py, and
+`perf script -s allocsites.py`) take these facts from here, so that they
+give the same verdict: the loss (the scan's count, else perf report
+--stats), the build-ids of what ran, an attach, a tail perf -z cut, how
+the stacks were taken, the code that ran unprobed, processes still
+running, a Ctrl-C the recorder noted. They are keyword arguments of
+pipeline.report (kwargs()).
+"""
+
+import collections
+
+from . import completeness
+from ..read import perfdata, perfrun
+from ..record.binaries import unprobed_code
+
+Facts = collections.namedtuple(
+    "Facts", "lost lost_reason build_ids attached tail_cut unwind unseen "
+             "still_running stopped")
+
+
+def recording_facts(data, scan, probed, perf="perf"):
+    """The Facts of the recording at data. scan: its perfdata.Scan, or
+    None (the loss then from perf report --stats); probed: {binary:
+    build-ids} from FILE.buildids ({} without)."""
+    if scan is not None:
+        lost, reason = scan.lost()
+    else:
+        lost, reason = perfrun.count_lost(data, perf)
+    attached = scan is not None and perfdata.attached(scan.cmdline)
+    running = scan.running() if scan is not None else []
+    unseen = completeness.unseen(
+        running=running if not attached else (),
+        unprobed=unprobed_code(scan.code, probed)
+        if scan is not None and probed else ())
+    return Facts(
+        lost=lost, lost_reason=reason,
+        build_ids=dict(scan.build_ids if scan is not None else {}, **probed),
+        attached=attached,
+        tail_cut=scan is not None and bool(scan.tail_cut),
+        unwind=scan.unwind if scan is not None else None, unseen=unseen,
+        still_running=bool(attached and running),
+        stopped=scan.stopped if scan is not None else None)
+
+
+def kwargs(facts):
+    """pipeline.report's keyword arguments for the facts (the loss is
+    given apart)."""
+    out = facts._asdict()
+    del out["lost"], out["lost_reason"]
+    return out
