@@ -105,20 +105,11 @@ def dispatch_regex(tally, symbolizer, option):
     """The dispatch loop's regex: --guest-dispatch's (option, a list of
     regexes or None) and the recorded binaries' RT_GUEST_DISPATCH, as one
     alternation; None when there is none."""
-    from ..read import elf as elfmod
+    from .wrappers import declared_patterns
     found = list(option or [])
-    for dso in sorted(tally.dsos()):
-        image = symbolizer.elf(dso)
-        if image is None:
-            continue
-        for regex in elfmod.skip_patterns(image, ".rt_guest_dispatch"):
-            try:
-                re.compile(regex)
-            except re.error:
-                symbolizer.warnings.append(
-                    "RT_GUEST_DISPATCH(%r) in %s is not a valid regular "
-                    "expression: ignored" % (regex, dso))
-                continue
-            if regex not in found:
-                found.append(regex)
+    for regex, _dso in declared_patterns(tally, symbolizer,
+                                         ".rt_guest_dispatch",
+                                         "RT_GUEST_DISPATCH"):
+        if regex not in found:
+            found.append(regex)
     return "|".join("(?:%s)" % r for r in found) or None

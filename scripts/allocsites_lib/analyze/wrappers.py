@@ -17,12 +17,20 @@ def skip_regex(patterns):
 def declared_skips(tally, symbolizer):
     """[(regex, dso)] the recorded binaries declare with RT_SKIP, each
     regex once, in DSO order; unusable ones are left out (warned)."""
+    return declared_patterns(tally, symbolizer, ".rt_skip", "RT_SKIP")
+
+
+def declared_patterns(tally, symbolizer, section, macro):
+    """[(regex, dso)] of the records of section (laid out as .rt_skip)
+    in the recorded binaries, each regex once, in DSO order; one that is
+    not a valid regular expression is left out, with a warning naming
+    macro."""
     out, seen = [], set()
     for dso in sorted(tally.dsos()):
         image = symbolizer.elf(dso)
         if image is None:
             continue
-        for regex in skip_patterns(image):
+        for regex in skip_patterns(image, section):
             if regex in seen:
                 continue
             seen.add(regex)
@@ -30,8 +38,8 @@ def declared_skips(tally, symbolizer):
                 re.compile(regex)
             except re.error:
                 symbolizer.warnings.append(
-                    "RT_SKIP(%r) in %s is not a valid regular expression: "
-                    "ignored" % (regex, dso))
+                    "%s(%r) in %s is not a valid regular expression: "
+                    "ignored" % (macro, regex, dso))
                 continue
             out.append((regex, dso))
     return out
