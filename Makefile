@@ -50,12 +50,12 @@ $(SWEEP): $(SWEEP_SRC) scripts/sweep/sweep.h
 
 $(READER): $(READER_SRC) scripts/reader/reader.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -std=gnu11 -Wall -Wextra $(READER_SRC) -o $@ -ldw -lelf -lzstd -liberty
+	$(CC) $(CFLAGS) -std=gnu11 -Wall -Wextra $(READER_SRC) -o $@ -ldw -lelf -lzstd -liberty -pthread
 
 $(READER_ASAN): $(READER_SRC) scripts/reader/reader.h
 	@mkdir -p $(@D)
 	$(CC) -O1 -g $(SANITIZE) -std=gnu11 -Wall -Wextra $(READER_SRC) -o $@ \
-		-ldw -lelf -lzstd -liberty
+		-ldw -lelf -lzstd -liberty -pthread
 
 # make fuzz [FUZZ_SECONDS=300]: AFL++ on the reader for that long (not part
 # of check), from the seeds and structured mutants of tests/fuzz/; every
@@ -68,7 +68,7 @@ READER_AFL = $(BUILD)/fuzz/allocsites-read-afl
 $(READER_AFL): $(READER_SRC) scripts/reader/reader.h
 	@mkdir -p $(@D)
 	AFL_USE_ASAN=1 AFL_USE_UBSAN=1 AFL_QUIET=1 afl-clang-fast -O1 -g \
-		-std=gnu11 $(READER_SRC) -o $@ -ldw -lelf -lzstd -liberty
+		-std=gnu11 $(READER_SRC) -o $@ -ldw -lelf -lzstd -liberty -pthread
 
 fuzz: deps
 	@sh ci/install-fuzz-deps.sh

@@ -324,7 +324,8 @@ int main(int argc, char **argv)
 			    min_size, c.pf.nattrs);
 	for (int i = 0; i < c.pf.nattrs; i++)
 		tally_def(c.tally, i, c.pf.attrs[i].name, c.pf.attrs[i].fmt);
-	int rc = perffile_records(&c.pf, on_record, &c, err, sizeof(err));
+	int rc = perffile_records_threaded(&c.pf, on_record, &c, err,
+					   sizeof(err));
 	int rc2 = 0;
 	if (order_flush(c.order))
 		rc = -1;

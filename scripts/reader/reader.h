@@ -11,6 +11,7 @@
  *               COMM exec, EXIT)
  *   buf.c       reference-counted buffers: records queued where zstd
  *               wrote them, not copied
+ *   pipe.c      the file read and decompressed in a thread of its own
  *   unwind.c    each sample's registers and stack copy unwound with
  *               elfutils' libdw, one Dwfl per process
  *   cfi_cache.c the common frames from CFI rules cached per pc, the
@@ -161,6 +162,10 @@ typedef int (*record_fn)(void *ctx, const u8 *rec, u32 size, struct buf *b);
  * decompressed in place of their container. Returns 0, or -1 with err. */
 int perffile_records(struct perffile *pf, record_fn fn, void *ctx,
 		     char *err, size_t errlen);
+/* pipe.c: the same, the file read and decompressed in a thread of its
+ * own; fn runs in the caller's, in order, pf->at the record's offset. */
+int perffile_records_threaded(struct perffile *pf, record_fn fn, void *ctx,
+			      char *err, size_t errlen);
 const struct attr *perffile_attr_by_id(const struct perffile *pf, u64 id);
 /* The attr of any record (by its IDENTIFIER), or NULL. */
 const struct attr *perffile_attr_of(const struct perffile *pf, const u8 *rec,
