@@ -61,9 +61,9 @@ def child_env(environ=None):
     glibc's malloc asked for transparent huge pages where the kernel
     gives them on request (THP "madvise"): their large buffers (the
     event log's columns, the ordering queue, the sweep's pointer map)
-    then take a page fault per 2 MiB, not per 4 KiB, which on this VM
-    halved the sweep's time at 10^6 allocations (docs/benchmarks.md,
-    "The floor"). Tunables glibc does not know are ignored."""
+    then take a page fault per 2 MiB, not per 4 KiB (on this VM a fault
+    is tens of microseconds). Tunables glibc does not know are
+    ignored."""
     env = dict(os.environ if environ is None else environ)
     tunable = "glibc.malloc.hugetlb=1"
     have = env.get("GLIBC_TUNABLES")
