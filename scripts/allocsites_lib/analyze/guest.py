@@ -21,17 +21,14 @@ site, so the guest frames sit on top of the native stack).
 
 import re
 
-from .symbolize import Frame
+from .symbolize import Frame, bare_function
 
 GUEST_DSO = "[guest]"
 INTERPRETER = Frame("[interpreter]", "", 0, "", False)
 # A guest stack deeper than this is cut (a definition that names itself
 # as an ancestor would otherwise never end).
 MAX_DEPTH = 4096
-# A frame without line info is named "symbol+0xoffset" (symbolize.py):
-# the dispatch loop is matched on the symbol, so that "^luaV_execute$"
-# names a static liblua's loop too.
-_OFFSET = re.compile(r"\+0x[0-9a-f]+$")
+
 
 
 class GuestView:
@@ -68,17 +65,14 @@ class GuestView:
     def outside_dispatch(self, chain):
         """The native frames of chain (from the call site outwards) past
         its outermost dispatch frame; all of them without one."""
-        if self.dispatch is None:
-            return tuple(chain)
-        last = -1
-        for i, f in enumerate(chain):
-            if self.is_dispatch(f):
-                last = i
-        return tuple(chain[last + 1:])
+        return tuple(chain[self.dispatch_index([(f,) for f in chain]):])
 
     def is_dispatch(self, frame):
-        return self.dispatch is not None and self.dispatch.search(
-            _OFFSET.sub("", frame.function or "")) is not None
+        """Whether frame is the dispatch loop's: matched on its symbol,
+        so that "^luaV_execute$" names a static liblua's frame
+        "luaV_execute+0x123b" (no line info) too."""
+        return self.dispatch is not None and \
+            self.dispatch.search(bare_function(frame)) is not None
 
     def splice(self, gid, chain):
         """An allocation's stack from its guest site outwards: the guest

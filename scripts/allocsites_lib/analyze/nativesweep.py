@@ -18,14 +18,11 @@ and on random logs.
 
 import subprocess
 
+from ..read.native import child_env
+
 
 class SweepError(Exception):
     """allocsites-sweep failed or answered what this module cannot read."""
-
-
-def child_env():
-    from ..read.native import child_env as env
-    return env()
 
 
 def program_path(build=None):

@@ -25,6 +25,14 @@ from ..read import elf as elfmod
 Frame = collections.namedtuple("Frame", "function file line dso inlined")
 
 _DISCRIMINATOR_RE = re.compile(r"\s*\(discriminator \d+\)$")
+# The offset of a frame named "symbol+0xoffset" (_fallback: no line info)
+_OFFSET_RE = re.compile(r"\+0x[0-9a-f]+$")
+
+
+def bare_function(frame):
+    """A frame's function without the "+0xoffset" a frame without line
+    info is named with (_fallback): the symbol the frame is in."""
+    return _OFFSET_RE.sub("", frame.function or "")
 
 
 def parse_addr2line(text):

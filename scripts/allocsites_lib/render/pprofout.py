@@ -32,10 +32,10 @@ import re
 
 from ..analyze.fold import tag_label, tag_selected
 from ..analyze.guest import GUEST_DSO, INTERPRETER
+from ..analyze.symbolize import bare_function
 from ..read import elf as elfmod
 from ..read.parse import guest_of
 
-OFFSET = re.compile(r"\+0x[0-9a-f]+$")   # a symbol+offset frame's offset
 
 # profile.proto field numbers
 P_SAMPLE_TYPE, P_SAMPLE, P_MAPPING, P_LOCATION, P_FUNCTION = 1, 2, 3, 4, 5
@@ -122,7 +122,7 @@ class _Locations:
     def function_id(self, frame):
         # "_start+0x20" (no line info) is function _start: the offset is
         # the Location's address already, and pprof groups by name
-        key = (OFFSET.sub("", frame.function or ""), frame.file)
+        key = (bare_function(frame), frame.file)
         if key not in self.functions:
             self.functions[key] = len(self.functions) + 1
         return self.functions[key]
