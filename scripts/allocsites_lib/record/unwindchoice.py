@@ -10,7 +10,9 @@ cost (docs/benchmarks.md). auto takes fp only when each probed binary
 
   - sets up a frame pointer in a good share of its functions (at least
     FP_SHARE: built with -fno-omit-frame-pointer that is 40-85% here,
-    counted by hand with elf.frame_pointer_functions (design.md),
+    counted by hand with elf.frame_pointer_functions
+    (docs/notes/2026-design-history.md, "Frame-pointer shares, counted
+    by hand"),
     the rest being small functions with no frame at all, such as the
     header's helpers; without it 0-3%, the functions with variable-sized
     frames: Debian's libc 74 of 2763, python3.11 2 of 1472), and
