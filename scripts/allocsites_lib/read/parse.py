@@ -5,7 +5,8 @@ The perf entry script receives every event through trace_unhandled, as
 Event and never raises: perf aborts (SIGABRT) on any exception in a
 handler and the whole report is lost, so malformed input yields None.
 
-Facts about perf 6.1 this relies on (docs/design.md has the rest):
+Facts about perf 6.1 this relies on (docs/design.md, "Facts about perf
+6.1 the code relies on", has the rest):
   - event names come as "sdt_rt__alloc"; a second binary carrying the same
     probe gets "sdt_rt__alloc_1", so names are matched by prefix;
   - probe arguments are fields "arg1".."argN"; perf drops an operand it
