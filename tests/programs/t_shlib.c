@@ -12,7 +12,7 @@ static const char *tag_name(unsigned tag) { return tag == 4 ? "strings" : NULL; 
 
 /* Not `return ALLOC(...)`: that compiles to a tail call (jmp rt_alloc),
  * make's frame is gone at the probe and the allocation is charged to
- * main, as docs/design.md explains. */
+ * main (docs/design.md, "Tail calls"). */
 static __attribute__((noinline)) void *make(size_t n)
 {
     char *p = ALLOC(n, 4);
