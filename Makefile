@@ -110,7 +110,7 @@ clean:
 # -I under /usr/local), probes/rt.d. Every file installed is listed in
 # lib/allocsites/installed, which make uninstall removes and nothing else.
 PREFIX ?= /usr/local
-# The package, one folder per stage (docs/design.md): paths under scripts/
+# The package, one folder per stage (docs/design.md, "Pipeline"): paths under scripts/
 LIB_DIRS = record read analyze render cli
 LIB_PY = $(patsubst scripts/%,%,$(wildcard scripts/allocsites_lib/*.py scripts/allocsites_lib/*/*.py))
 LIBDIR = $(DESTDIR)$(PREFIX)/lib/allocsites
