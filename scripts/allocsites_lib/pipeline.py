@@ -9,8 +9,14 @@
     analyze/  Tally -> Report: symbolize, fold, the liveness sweep,
               phases, completeness, wrappers (analyze/assemble.py)
     render/   Report -> the table on stdout and the files asked for:
-              JSON, CSV, folded, flame graph, timeline, pprof, --stacks
-              (render/outputs.py)
+              JSON, CSV, folded, flame graph, timeline, pprof, --stacks,
+              the profile document (render/outputs.py); render/ reads
+              the Report only, analyze/ never imports render/
+
+The profile document (--save-profile) is the Report as JSON:
+`allocsites report --from` reads it back (analyze/document.py) and
+renders from it, without the record and read stages
+(cli/command.py's render_saved).
 
 cli/ parses the command line. Both ways a report is made (`allocsites
 report`, and perf script -s scripts/allocsites.py on its own) end here,

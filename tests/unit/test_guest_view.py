@@ -10,7 +10,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import gzip
 import pickle
 
-from allocsites_lib.analyze import fold, guest
+from allocsites_lib.analyze import fold, guest, pprofdata
 from allocsites_lib.read.tally import Tally
 from allocsites_lib.read import parse
 from allocsites_lib.read.parse import Event, GuestFrames
@@ -192,15 +192,16 @@ class Splicing(unittest.TestCase):
     def test_pprof_locations_are_the_spliced_frames(self):
         t = self.tally()
         view = guest.GuestView(DEFS, "^luaV_execute$")
-        blob = gzip.decompress(pprofout.encode(t, self.sym, {}, "exact",
-                                               guest=view))
+        blob = gzip.decompress(pprofout.encode(pprofdata.profile(
+            t, self.sym, {}, "exact", guest=view), "exact"))
         for name in (b"inner", b"outer", b"main chunk", b"t.lua",
                      b"[interpreter]", b"[guest]", b"lua_pcall"):
             self.assertIn(name, blob)
         # the dispatch loop and what it called are replaced
         self.assertNotIn(b"luaH_resize", blob)
         self.assertNotIn(b"luaV_execute", blob)
-        plain = gzip.decompress(pprofout.encode(t, self.sym, {}, "exact"))
+        plain = gzip.decompress(pprofout.encode(pprofdata.profile(
+            t, self.sym, {}, "exact"), "exact"))
         self.assertIn(b"luaH_resize", plain)
         self.assertNotIn(b"inner", plain)
 

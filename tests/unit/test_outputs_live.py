@@ -557,7 +557,7 @@ class PhaseBandsTest(unittest.TestCase):
     only each thread's outermost runs had one)."""
 
     def test_nested_runs_have_bands(self):
-        from allocsites_lib.render import timeline_series
+        from allocsites_lib.analyze import timeline_series
         from allocsites_lib.read.eventlog import EventLog
         log = EventLog()
         for kind, t, phase in (("phase_begin", 100, 1), ("phase_begin", 200, 2),
@@ -571,7 +571,7 @@ class PhaseBandsTest(unittest.TestCase):
 
     @staticmethod
     def bands_of(runs, span):
-        from allocsites_lib.render import timeline_series
+        from allocsites_lib.analyze import timeline_series
         from allocsites_lib.read.eventlog import EventLog
         log = EventLog()
         for phase, t0, t1 in runs:
@@ -601,13 +601,22 @@ class PhaseBandsTest(unittest.TestCase):
 
 
 class TimelineSitesTest(unittest.TestCase):
+    @staticmethod
+    def chart(sweep, profile, scope=None):
+        """The chart of the series analyze makes for it."""
+        from allocsites_lib.analyze import timeline_series
+        from allocsites_lib.render import timeline
+        d = timeline_series.series(sweep, None, profile, {}, scope=scope)
+        return timeline.render("T", "", d["times"], d["series"], d["other"],
+                               d["total"], d["peak"], d["committed"],
+                               d["phases"], scope=d["scope"])
+
     def test_a_large_user_gone_before_the_peak_is_drawn_as_itself(self):
         # site "early" holds 900 early and nothing at the peak; 8 small
         # sites hold the peak: early is shown, not folded into "other
         # sites" (issue 23, item 4)
         import collections
         from allocsites_lib.analyze import fold
-        from allocsites_lib.render import timeline_series
         from allocsites_lib.analyze.liveness import Timeline
         from allocsites_lib.analyze.symbolize import Frame
         keys = ["early"] + ["s%d" % i for i in range(9)]
@@ -623,15 +632,12 @@ class TimelineSitesTest(unittest.TestCase):
         tl = Timeline([0, 10, 20], total, by_key, None, [])
         Sweep = collections.namedtuple("Sweep", "timeline peak_time peak_bytes")
         profile = fold.Profile(sites, [], 10, 10000, 0, site_of)
-        doc = timeline_series.render_timeline(Sweep(tl, 10, total[1]), None,
-                                         profile, {}, "T", "")
+        doc = self.chart(Sweep(tl, 10, total[1]), profile)
         self.assertIn("early a.c:1", doc)
         self.assertNotIn("whole program", doc)
         # with --tag or --phase the chart is still the whole program's,
         # the selection's sites named: the legend says so
-        doc = timeline_series.render_timeline(Sweep(tl, 10, total[1]), None,
-                                              profile, {}, "T", "",
-                                              scope="tag ast")
+        doc = self.chart(Sweep(tl, 10, total[1]), profile, scope="tag ast")
         self.assertIn("at the peak, 0.000 ms (the whole program; the sites of "
                       "tag ast named)", doc)
 

@@ -6,7 +6,7 @@ import json
 import tempfile
 import xml.etree.ElementTree as ET
 
-from allocsites_lib.render import csvout, jsonout, table
+from allocsites_lib.render import csvout, jsonout, table, timeline
 from allocsites_lib.analyze import assemble, fold, stale, wrappers
 from allocsites_lib.render import outputs
 from allocsites_lib.cli import options
@@ -584,7 +584,7 @@ class OneTimeBaseTest(unittest.TestCase):
                          if line.startswith("peak:"))
         self.assertEqual(peak_line, "peak: 6100 bytes (6.0 KiB) live in 3 "
                          "allocations, at 784.968 ms")
-        root = ET.fromstring(report.timeline)
+        root = ET.fromstring(timeline.render_report(report))
         ns = "{http://www.w3.org/2000/svg}"
         peak = next(e for e in root.iter(ns + "g") if e.get("id") == "peak")
         head = next(e for e in root.iter(ns + "text")

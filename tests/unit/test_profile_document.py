@@ -2,23 +2,26 @@
 timeline) of a few hand-made recordings, byte for byte: against goldens
 taken from the code before the profile document (issue 33 item 1), and,
 rendered again from the saved profile document (--save-profile, then
---from), against the outputs made directly.
+`allocsites report --from`), against the outputs made directly; and what
+--from says of a file that is not a profile document.
 
 ALLOCSITES_REGEN_GOLDENS=1 writes the goldens again (only when an output
 is meant to change)."""
 import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
+import argparse
+import contextlib
 import hashlib
 import io
 import json
 import tempfile
 
-from allocsites_lib.analyze import assemble
-from allocsites_lib.cli import options
+from allocsites_lib.analyze import assemble, document
+from allocsites_lib.cli import command, options
 from allocsites_lib.read.parse import Event, GuestFrames
 from allocsites_lib.read.tally import Tally
-from allocsites_lib.render import outputs
+from allocsites_lib.render import outputs, profiledoc
 
 from fixtures import StubSymbolizer, fr
 import test_pipeline as tp
@@ -31,7 +34,8 @@ REGEN = os.environ.get("ALLOCSITES_REGEN_GOLDENS") == "1"
 # every file output, by the name it gets in the case's directory
 FILES = (("--json", "out.json"), ("--csv", "out.csv"),
          ("--folded", "out.folded"), ("--svg", "out.svg"),
-         ("--pprof", "out.pb.gz"), ("--timeline", "timeline.svg"))
+         ("--pprof", "out.pb.gz"), ("--timeline", "timeline.svg"),
+         ("--save-profile", "profile.json"))
 
 
 def ev(kind, tid, size, tag, frames, ptr, time, weight=None, rate=None):
@@ -139,24 +143,69 @@ CASES = {
 }
 
 
-def render_direct(name, workdir, extra=()):
+def render_direct(name, workdir, document=False):
     """The outputs of case name, made as the command makes them, written
     in workdir: {file name: bytes}, with the table (and the lines naming
-    the files) as "stdout" and the warnings as "stderr"."""
+    the files) as "stdout" and the warnings as "stderr"; document: the
+    profile document too."""
     make, argv = CASES[name]
     tally, sym = make()
     cwd = os.getcwd()
     os.chdir(workdir)
     try:
-        opts = options.parse(list(argv) + [a for flag, path in FILES
-                                           for a in (flag, path)]
-                             + list(extra))
+        opts = options.parse(list(argv) + [
+            a for flag, path in FILES
+            if document or flag != "--save-profile" for a in (flag, path)])
         report = assemble.finish_report(tally, opts, sym, 0, None)
         out, err = io.StringIO(), io.StringIO()
         outputs.write_outputs(report, opts, out=out, err=err)
     finally:
         os.chdir(cwd)
     return collect(workdir, out, err)
+
+
+def split_options(argv):
+    """(the options that make the profile, those that render it), as
+    argv: options.MADE_WITH's and the rest."""
+    opts = options.parse(list(argv))
+    made = argparse.Namespace(**{dest: getattr(opts, dest)
+                                 for dest, _, _ in options.REPORT_FLAGS})
+    rest = argparse.Namespace(**vars(made))
+    for dest in options.MADE_WITH:
+        setattr(rest, dest, None)
+    for dest, _, _ in options.REPORT_FLAGS:
+        if dest not in options.MADE_WITH:
+            setattr(made, dest, None)
+    return options.report_argv(made), options.report_argv(rest)
+
+
+def save_document(name, workdir):
+    """Case name's profile document, made with only the options that
+    make a profile and no other output; its path."""
+    make, argv = CASES[name]
+    tally, sym = make()
+    made, _ = split_options(argv)
+    path = os.path.join(workdir, "saved.json")
+    opts = options.parse(made + ["--save-profile", path])
+    report = assemble.finish_report(tally, opts, sym, 0, None)
+    outputs.write_outputs(report, opts, out=io.StringIO(),
+                          err=io.StringIO())
+    return path
+
+
+def render_from(path, workdir, argv):
+    """`allocsites report --from path` with argv and every file output,
+    in workdir: (its outputs as render_direct gives them, its status)."""
+    cwd = os.getcwd()
+    os.chdir(workdir)
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        status = command.render_saved(
+            path, list(argv) + [a for flag, name in FILES
+                                for a in (flag, name)], out, err)
+    finally:
+        os.chdir(cwd)
+    return collect(workdir, out, err), status
 
 
 def collect(workdir, out, err):
@@ -189,6 +238,162 @@ class Goldens(unittest.TestCase):
         for name in CASES:
             with self.subTest(case=name):
                 self.assertEqual(digests[name], want[name])
+
+
+class FromDocument(unittest.TestCase):
+    """--from renders every output as the recording's report did."""
+
+    def test_every_output_from_the_document_as_from_the_recording(self):
+        for name in CASES:
+            _, render_argv = split_options(CASES[name][1])
+            with self.subTest(case=name), \
+                    tempfile.TemporaryDirectory() as saved, \
+                    tempfile.TemporaryDirectory() as direct, \
+                    tempfile.TemporaryDirectory() as rendered:
+                want = render_direct(name, direct, document=True)
+                got, status = render_from(save_document(name, saved),
+                                          rendered, render_argv)
+                self.assertEqual(sorted(got), sorted(want))
+                for key in want:   # the document again too, the same
+                    self.assertEqual(got[key], want[key],
+                                     "%s: %s differs" % (name, key))
+                self.assertEqual(status, 3 if name.startswith("exact")
+                                 else 0)
+
+    def test_saving_the_document_changes_no_other_output(self):
+        for name in ("timed", "sampled"):
+            with self.subTest(case=name), \
+                    tempfile.TemporaryDirectory() as a, \
+                    tempfile.TemporaryDirectory() as b:
+                plain = render_direct(name, a)
+                saved = render_direct(name, b, document=True)
+                self.assertIn(b"profile: profile.json\n", saved["stdout"])
+                saved["stdout"] = saved["stdout"].replace(
+                    b"profile: profile.json\n", b"")
+                del saved["profile.json"]
+                self.assertEqual(saved, plain)
+
+    def test_the_versions_agree(self):
+        self.assertEqual((profiledoc.FORMAT, profiledoc.VERSION),
+                         (document.FORMAT, document.VERSION))
+
+    def test_top_is_the_renderings(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = save_document("exact", tmp)
+            opts = options.parse(["--top", "1"])
+            report = document.for_render(document.load(path), opts)
+            self.assertEqual(report.filters["top"], 1)
+            self.assertEqual(len(report.profile.sites), 3)
+
+
+class Diff(unittest.TestCase):
+    """allocsites diff reads a profile document as the JSON report its
+    recording gives."""
+
+    def test_a_document_diffs_as_its_json_report(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            doc = save_document("timed", tmp)
+            direct = render_direct("timed", tmp)
+            js = os.path.join(tmp, "out.json")
+            base_js = os.path.join(tmp, "base.json")
+            with open(js, "rb") as f, open(base_js, "wb") as g:
+                g.write(f.read())
+            outs = []
+            for base in (base_js, doc):
+                out = io.StringIO()
+                diff_json = os.path.join(tmp, "d.json")
+                status = command.run_diff(argparse.Namespace(
+                    base=base, new=js, json=diff_json, svg=None, top=20,
+                    guest=False), out=out)
+                self.assertEqual(status, 0)
+                with open(diff_json, "rb") as f:
+                    outs.append((out.getvalue().replace(base, "BASE"),
+                                 f.read().replace(base.encode(), b"BASE")))
+            self.assertIn("out.json", direct)
+            self.assertEqual(outs[0], outs[1])
+
+    def test_a_bad_document_is_one_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "p.json")
+            with open(path, "w") as f:
+                json.dump({"format": document.FORMAT, "version": 7}, f)
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), \
+                    contextlib.redirect_stdout(io.StringIO()):
+                status = command.main(["diff", path, path])
+            self.assertEqual(status, 1)
+            self.assertEqual(err.getvalue().count("\n"), 1)
+            self.assertIn("of version 7", err.getvalue())
+
+
+class BadDocuments(unittest.TestCase):
+    """A file that is not a profile document: one line, status 1, no
+    traceback; an option --from cannot honour: one line, status 2."""
+
+    def run_main(self, argv):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), \
+                contextlib.redirect_stdout(io.StringIO()):
+            status = command.main(argv)
+        return status, err.getvalue()
+
+    def bad(self, content, says):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "p.json")
+            if content is not None:
+                with open(path, "wb") as f:
+                    f.write(content)
+            status, err = self.run_main(["report", "--from", path])
+        self.assertEqual(status, 1)
+        self.assertEqual(err.count("\n"), 1, err)
+        self.assertTrue(err.startswith("allocsites: %s: " % path), err)
+        self.assertIn(says, err)
+        self.assertNotIn("Traceback", err)
+
+    def test_bad_files(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(save_document("timed", tmp), "rb") as f:
+                good = f.read()
+        doc = json.loads(good)
+        for content, says in (
+                (None, "No such file"),
+                (b"", "not JSON"),
+                (b"\x00\xff binary", "not JSON"),
+                (good[:len(good) // 2], "not JSON"),
+                (b"[1, 2]", "not a profile document"),
+                (json.dumps(dict(doc, version=99)).encode(),
+                 "of version 99; this allocsites reads version 1"),
+                (json.dumps({"version": 2, "sites": [],
+                             "totals": {}}).encode(),
+                 "a JSON report (--json), not a profile document"),
+                (json.dumps(dict(doc, profile={})).encode(),
+                 "a damaged profile document"),
+                (json.dumps(dict(doc, frames=[[1]])).encode(),
+                 "a damaged profile document")):
+            with self.subTest(says=says, content=content[:20]
+                              if content else content):
+                self.bad(content, says)
+
+    def test_options_that_make_the_profile_are_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = save_document("timed", tmp)
+            for argv, says in (
+                    (["--tag", "ast"], "--tag cannot be used with --from"),
+                    (["--skip", "x"], "--skip cannot be used with --from"),
+                    (["--phase", "1"], "--phase cannot be used with --from"),
+                    (["--min-size", "8"], "--min-size cannot be used"),
+                    (["--depth", "2"], "--depth cannot be used"),
+                    (["--guest"], "--guest cannot be used"),
+                    (["-i", "perf.data"], "-i and --from"),
+                    (["--json", path], "--json %s is the profile document "
+                     "read" % path)):
+                with self.subTest(argv=argv):
+                    status, err = self.run_main(["report", "--from", path]
+                                                + argv)
+                    self.assertEqual(status, 2)
+                    self.assertEqual(err.count("\n"), 1, err)
+                    self.assertIn(says, err)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -3,6 +3,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from allocsites_lib import words
 from allocsites_lib.render import text
+from allocsites_lib.analyze import completeness
 from allocsites_lib.analyze.report import Report
 
 from fixtures import fr
@@ -33,10 +34,13 @@ class LossTest(unittest.TestCase):
 
     def test_verdict_from_perf_loss_alone(self):
         # Without the end-to-end count, nothing is ever "complete".
-        self.assertIsNone(text.verdict(rep(0)).complete)
-        self.assertIs(text.verdict(rep(1)).complete, False)
-        self.assertIsNone(text.verdict(rep(None, "why")).complete)
-        self.assertIs(text.verdict(rep(0, malformed=3)).complete, False)
+        def verdict(lost, reason=None, malformed=0):
+            return completeness.verdict({}, {}, lost, reason,
+                                        malformed=malformed)
+        self.assertIsNone(verdict(0).complete)
+        self.assertIs(verdict(1).complete, False)
+        self.assertIsNone(verdict(None, "why").complete)
+        self.assertIs(verdict(0, malformed=3).complete, False)
 
 
 class LocationTest(unittest.TestCase):

@@ -1,7 +1,8 @@
 """The Report assembled from a Tally: fold, liveness, verdict, warnings.
 
 The Report from a Tally: fold, liveness, the verdict, the warnings, and
-the encoded extras (pprof, timeline) a report carries.
+the data of the extras (pprof, timeline) a report carries; analyze/
+makes them, render/ only encodes or draws them.
 
 Used through pipeline.py by the perf entry script (scripts/allocsites.py)
 at trace_end and by `allocsites report`; runs on a hand-made Tally in
@@ -10,8 +11,8 @@ tests."""
 import collections
 import os
 
-from ..render import flamegraph, pprofout, timeline_series
-from . import completeness, guest, liveview, liveness, threads
+from . import (completeness, guest, liveview, liveness, pprofdata, threads,
+               timeline_series)
 from ..read import parse
 
 from ..read.elf import tag_names
@@ -35,7 +36,7 @@ def collect_tag_names(tally, symbolizer):
 
 
 def pprof_phases(sweep, entries, live, names):
-    """pprofout.encode's phased: each phase's allocations (and, with
+    """pprofdata.profile's phased: each phase's allocations (and, with
     frees, their liveness) to label by phase, when the program marks
     phases and no --phase restricts the report; else None."""
     if sweep is None or entries is not None or not sweep.phases:
@@ -52,7 +53,7 @@ def pprof_phases(sweep, entries, live, names):
 
 
 def pprof_threads(tally, mode, opts, phased, entries, selected, names):
-    """pprofout.encode's threads: {(phase label or None, key): {(pid,
+    """pprofdata.profile's threads: {(phase label or None, key): {(pid,
     tid): [count, bytes]}} for the samples encode writes (phased's, one
     --phase's, or the whole tally's), from the event log; None when there
     is no log or the split does not add up to those samples exactly."""
@@ -153,17 +154,18 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                         "allocations before the attach, and the frees of "
                         "those, are not in this profile")
     pprof = None
-    if getattr(opts, "pprof", None):
+    # the profile document holds every output's data (render/profiledoc.py)
+    saving = bool(getattr(opts, "save_profile", None))
+    if getattr(opts, "pprof", None) or saving:
         phased = pprof_phases(sweep, entries, live, phase_names)
         by_thread = pprof_threads(tally, mode, opts, phased, entries,
                                   selected, phase_names)
-        if by_thread is None and tally.log is not None:
+        if by_thread is None and tally.log is not None and \
+                getattr(opts, "pprof", None):
             warnings.append("--pprof: no thread labels: the allocations "
                             "split by thread did not add up to the profile")
-        pprof = pprofout.encode(
-            tally, symbolizer, names, mode,
-            sampling["sample_bytes"] if sampling else 0, tags,
-            entries=entries, live=live, skip=skip, phased=phased,
+        pprof = pprofdata.profile(
+            tally, symbolizer, names, mode, tags, entries=entries, live=live, skip=skip, phased=phased,
             threads=by_thread, guest=guest_view,
             **recording_span(tally, data))
     report = Report(mode=mode, profile=result, events=dict(tally.events),
@@ -174,13 +176,10 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                     liveness=live_summary,
                     duplicates_by_kind=dict(tally.duplicate_kinds),
                     unwind=unwind, bad_options=tuple(bad_options))
-    if sweep is not None and getattr(opts, "timeline", None):
-        title = opts.title or "allocsites: live bytes over time"
-        timeline_svg = timeline_series.render_timeline(
-            sweep, tally.log, result, phase_names, title,
-            flamegraph.report_subtitle(report),
-            scope=live_summary.scope if live_summary is not None else None)
-        report = report._replace(timeline=timeline_svg)
+    if sweep is not None and (getattr(opts, "timeline", None) or saving):
+        report = report._replace(timeline=timeline_series.series(
+            sweep, tally.log, result, phase_names,
+            scope=live_summary.scope if live_summary is not None else None))
     return report
 
 
@@ -302,7 +301,8 @@ def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
         return None, None, None, None, "all"
     sweep = liveness.sweep(log, mode,
                            min_size=getattr(opts, "min_size", 0) or 0,
-                           series=bool(getattr(opts, "timeline", None)))
+                           series=bool(getattr(opts, "timeline", None) or
+                                       getattr(opts, "save_profile", None)))
     phase = "all"
     wanted = getattr(opts, "phase", None)
     if wanted:

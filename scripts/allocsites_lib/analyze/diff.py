@@ -1,7 +1,7 @@
 """allocsites diff BASE NEW: what changed between two profiles.
 
-BASE and NEW are JSON reports (allocsites report --json) or recordings
-(reported here first). Sites are matched across a rebuild: by function,
+BASE and NEW are JSON reports (allocsites report --json), profile
+documents (--save-profile) or recordings (reported here first). Sites are matched across a rebuild: by function,
 file and line first ("same"), then, among what is left, by function and
 file when that names exactly one site on each side ("moved": the line
 changed); the rest are "new" or "gone". In sampled profiles a change
@@ -45,9 +45,11 @@ class BadReport(ValueError):
     the file and what is wrong, in one line)."""
 
 
-def load(path, report_recording):
-    """A JSON report from path: itself if it is one, else the report of
-    the recording (report_recording(path) -> JSON text). Raises BadReport
+def load(path, report_recording, report_document=None):
+    """A JSON report from path: itself if it is one, the JSON report of a
+    profile document (--save-profile; report_document(path, parsed
+    document) -> the JSON report as a dict), else the report of the
+    recording (report_recording(path) -> JSON text). Raises BadReport
     for a JSON file that is not a report (checked: what diff reads)."""
     import os
     import stat
@@ -62,6 +64,9 @@ def load(path, report_recording):
                 report = json.load(f)
         except (ValueError, UnicodeDecodeError) as e:
             raise BadReport("%s: not valid JSON (%s)" % (path, e))
+        if report_document is not None and isinstance(report, dict) and \
+                "format" in report:
+            report = report_document(path, report)
     else:
         report = json.loads(report_recording(path))
     check(report, path)

@@ -1,8 +1,10 @@
 """The finished report: folded tallies plus what is known about the run.
 
-Renderers (render/: table, jsonout, folded, csvout, flamegraph...) read a
-Report and nothing else, so each can be tested with a Report built by
-hand; words.py and render/text.py word its figures.
+Renderers (render/: table, jsonout, folded, csvout, flamegraph, timeline,
+pprofout) read a Report and nothing else, so each can be tested with a
+Report built by hand; words.py and render/text.py word its figures. What
+pprof and the timeline need is in it as plain data, made here in
+analyze/ (pprofdata.py, timeline_series.py).
 """
 
 import collections
@@ -20,10 +22,12 @@ Report = collections.namedtuple("Report", [
     "warnings",    # [str]
     "sampling",    # None (exact), or {"samples": n, "sample_bytes": R}
     "duplicates",  # sample records perf wrote twice, dropped
-    "verdict",     # completeness.Verdict, or None: derived from lost
-    "pprof",       # --pprof: the encoded profile (bytes), else None
+    "verdict",     # completeness.Verdict
+    "pprof",       # --pprof: the profile's samples, locations, mappings
+                   # (pprofdata.profile's plain data), else None
     "liveness",    # LiveSummary, or None when no frees were recorded
-    "timeline",    # --timeline: the SVG text, else None
+    "timeline",    # --timeline, with frees or phases: the chart's series
+                   # (timeline_series.series's plain data), else None
     "duplicates_by_kind",  # {"alloc": n, "free": n, ...} of duplicates
     "unwind",      # "dwarf", "fp" or None: how the stacks were taken
     "bad_options", # option values that named nothing (--tag, --phase):

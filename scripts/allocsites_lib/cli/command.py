@@ -80,6 +80,28 @@ def _report(data, report_args, opts, perf, stdout, jobs, err):
     return INCOMPLETE if rep.verdict.complete is False else 0
 
 
+def render_saved(path, report_args, stdout=None, err=None):
+    """allocsites report --from PATH: the outputs report_args ask for,
+    rendered from the profile document at path (--save-profile), as the
+    recording's report wrote them. The same statuses as report: 0, 3
+    (incomplete), 2 (the document was made with a --tag or --phase that
+    named nothing); 1 when path is not a profile document."""
+    from ..analyze import document
+    from ..render import outputs
+    stdout = stdout or sys.stdout
+    err = err or sys.stderr
+    opts = options.parse(report_args, prog="allocsites report")
+    try:
+        rep = document.load(path)
+    except document.BadDocument as e:
+        raise RecordError(str(e))
+    rep = document.for_render(rep, opts)
+    outputs.write_outputs(rep, opts, out=stdout, err=err)
+    if rep.bad_options:
+        return 2
+    return INCOMPLETE if rep.verdict.complete is False else 0
+
+
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -150,7 +172,8 @@ def _quiet_stdout():
 
 def run_diff(opts, out=sys.stdout):
     """allocsites diff: both profiles as JSON reports (a recording is
-    reported first, its table not shown), then the diff's outputs."""
+    reported first, its table not shown; a profile document rendered as
+    its JSON report), then the diff's outputs."""
     import io
     import tempfile
     from ..analyze import diff
@@ -168,9 +191,18 @@ def run_diff(opts, out=sys.stdout):
             with open(js, encoding="utf-8") as f:
                 return f.read()
 
+    def report_document(path, doc):
+        # the JSON report the document's recording would have given
+        from ..analyze import document
+        from ..render import jsonout
+        try:
+            return jsonout.report_dict(document.from_dict(doc, path))
+        except document.BadDocument as e:
+            raise diff.BadReport(str(e))
+
     try:
-        base = diff.load(opts.base, report_recording)
-        new = diff.load(opts.new, report_recording)
+        base = diff.load(opts.base, report_recording, report_document)
+        new = diff.load(opts.new, report_recording, report_document)
     except FileNotFoundError as e:
         raise RecordError("%s: no such file" % e.filename)
     except diff.BadReport as e:
@@ -215,6 +247,8 @@ def dispatch(argv):
         return 0
     if inv.form == "report":
         return report(inv.input, inv.report_args, jobs=inv.jobs)
+    if inv.form == "render":
+        return render_saved(inv.input, inv.report_args)
     if inv.form == "diff":
         return run_diff(inv.report)
     if inv.form == "record":

@@ -98,6 +98,10 @@ def add_report_options(p):
     out.add_argument("--timeline", metavar="FILE",
                      help="memory over time: an SVG chart of live bytes, "
                           "the top sites stacked, the peak marked")
+    out.add_argument("--save-profile", metavar="FILE",
+                     help="the profile document: the whole report as JSON, "
+                          "from which `allocsites report --from FILE` "
+                          "renders any output without the recording")
     out.add_argument("--sort", choices=SORTS, default="bytes",
                      help="rank the table's sites by bytes allocated "
                           "(default), allocation count, bytes live at the "
@@ -157,7 +161,29 @@ REPORT_FLAGS = (
     ("timeline", "--timeline", "value"), ("sort", "--sort", "value"),
     ("phase", "--phase", "value"), ("guest", "--guest", "flag"),
     ("guest_dispatch", "--guest-dispatch", "list"),
+    ("save_profile", "--save-profile", "value"),
 )
+
+
+# The report options that act when the profile is made from the recording
+# (fold, the liveness sweep, the --phase selection), by dest: a profile
+# document (--save-profile) holds the profile as they made it, so
+# `allocsites report --from` refuses them. Every other report option
+# (the outputs, --top, --sort, --weight, --title, --stacks) is the
+# rendering's own.
+MADE_WITH = ("tag", "min_size", "depth", "skip", "phase", "guest",
+             "guest_dispatch")
+
+
+def check_render_only(opts):
+    """Raises UsageError (one line) for an option that --from cannot
+    change: one of MADE_WITH."""
+    for dest in MADE_WITH:
+        if getattr(opts, dest, None):
+            raise UsageError(
+                "%s cannot be used with --from: the profile document holds "
+                "the profile as it was made; give %s when reporting the "
+                "recording" % (flag(dest), flag(dest)))
 
 
 def report_argv(opts):
@@ -195,27 +221,37 @@ def check_outputs(opts):
         if path is not None:
             parent = os.path.dirname(os.path.abspath(path))
             if not os.path.isdir(parent):
-                raise UsageError("--%s %s: directory %s does not exist"
-                                 % (name, path, parent))
+                raise UsageError("%s %s: directory %s does not exist"
+                                 % (flag(name), path, parent))
             real = os.path.realpath(path)
             if real in seen:
-                raise UsageError("--%s and --%s name the same file %s: one "
+                raise UsageError("%s and %s name the same file %s: one "
                                  "would overwrite the other"
-                                 % (seen[real], name, path))
+                                 % (flag(seen[real]), flag(name), path))
             seen[real] = name
 
 
-OUTPUTS = ("json", "folded", "svg", "csv", "pprof", "timeline")
+OUTPUTS = ("json", "folded", "svg", "csv", "pprof", "timeline",
+           "save_profile")
 
 
-def check_not_input(opts, data):
-    """No output file may be the recording it is made from (-o out.svg
-    once made the flame graph overwrite the recording)."""
+def flag(dest):
+    """An option's flag from its dest: save_profile -> --save-profile."""
+    return "--" + dest.replace("_", "-")
+
+
+def check_not_input(opts, data, what="recording"):
+    """No output file may be the input it is made from (-o out.svg once
+    made the flame graph overwrite the recording); what: the input's
+    name ("recording", "profile document")."""
     for name in OUTPUTS:
         path = getattr(opts, name)
         if path is not None and os.path.realpath(path) == \
                 os.path.realpath(data):
-            raise UsageError("--%s %s is the recording itself; name the "
+            if what != "recording":
+                raise UsageError("%s %s is the %s read; name the %s "
+                                 "another file" % (flag(name), path, what,
+                                                   flag(name)[2:]))
+            raise UsageError("%s %s is the recording itself; name the "
                              "recording .data or the %s another file"
-                             % (name, path, name))
-
+                             % (flag(name), path, flag(name)[2:]))

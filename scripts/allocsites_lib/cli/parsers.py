@@ -27,6 +27,7 @@ SAMPLE_MAX = 1 << 62
 USAGE = """\
 usage: allocsites record [record options] [--] PROG [ARGS...]
        allocsites report [-i FILE] [-j N] [report options]
+       allocsites report --from PROFILE [output options]
        allocsites [record options] [-j N] [report options] -- PROG [ARGS...]
        allocsites diff BASE NEW [--json FILE] [--svg FILE] [--top N]
 
@@ -35,9 +36,11 @@ probes (include/rt_probes.h), recorded with perf.
 
   record   create the sdt_rt probe events for PROG (and the libraries it
            links), run it under perf record, remove the events again
-  report   the table (and --json/--svg/--folded/--csv files) from a recording
+  report   the table (and --json/--svg/--folded/--csv files) from a recording,
+           or from a profile document it saved (--save-profile, --from)
   -- PROG  record, then report with a flame graph beside the data
-  diff     what changed from BASE to NEW (recordings or JSON reports)
+  diff     what changed from BASE to NEW (recordings, JSON reports or
+           profile documents)
 
 Each form lists its options and examples with --help:
   allocsites record --help      allocsites report --help      allocsites -- --help
@@ -92,6 +95,11 @@ examples:
   allocsites report -i run.data --phase parse
         only what phase parse allocated (RT_PHASE_BEGIN/END, named with
         RT_PHASE_NAME)
+  allocsites report -i run.data --save-profile run.profile.json
+  allocsites report --from run.profile.json --pprof run.pb.gz --top 5
+        save the whole report as a profile document, then render any
+        output from it without the recording (--tag, --min-size,
+        --depth, --skip, --phase, --guest are the document's)
   allocsites report -i run.data --guest --svg guest.svg
         a language runtime's profile by its guest program's lines
         (RT_ALLOC_GUEST, RT_GUEST): the script's frames spliced into the
@@ -125,7 +133,8 @@ def diff_parser():
                 "What changed from BASE to NEW: per-site bytes and counts,\n"
                 "sites matched across a rebuild (same line, else same\n"
                 "function and file), new and gone sites, the totals.\n"
-                "BASE and NEW are recordings or JSON reports.",
+                "BASE and NEW are recordings, JSON reports or profile\n"
+                "documents (report --save-profile).",
                 DIFF_EXAMPLES)
     p.add_argument("base", metavar="BASE")
     p.add_argument("new", metavar="NEW")
@@ -143,9 +152,10 @@ def diff_parser():
     return p
 
 
-# form: "record", "report", "profile" or "diff"; record: the record
-# options (output, stack_size, libs, frees, sample, pid, duration) or
-# None; input: the recording to report (report form); jobs: -j or None;
+# form: "record", "report", "render" (report --from), "profile" or
+# "diff"; record: the record options (output, stack_size, libs, frees,
+# sample, pid, duration) or None; input: the recording to report (report
+# form), the profile document (render form); jobs: -j or None;
 # report_args: the report options as argv (for the perf script workers);
 # program: PROG's argv.
 Invocation = collections.namedtuple(
@@ -277,12 +287,22 @@ def record_parser():
 
 def report_parser():
     p = _parser("allocsites report",
-                "allocsites report [-i FILE] [-j N] [report options]",
+                "allocsites report [-i FILE] [-j N] [report options]\n"
+                "       allocsites report --from PROFILE [output options]",
                 "The per-call-site report of a recording: a table on\n"
                 "stdout, and the files the outputs name.",
                 REPORT_EXAMPLES)
-    p.add_argument("-i", "--input", default="perf.data", metavar="FILE",
+    p.add_argument("-i", "--input", default=None, metavar="FILE",
                    help="perf data file to read (default: perf.data)")
+    p.add_argument("--from", dest="from_profile", default=None,
+                   metavar="FILE",
+                   help="render from a profile document (saved by "
+                        "--save-profile) instead of a recording. The "
+                        "outputs, --top, --sort, --weight, --title and "
+                        "--stacks are the rendering's; %s are the "
+                        "document's (as it was made) and cannot be given"
+                        % ", ".join(options.flag(d)
+                                    for d in options.MADE_WITH))
     add_jobs_option(p)
     options.add_report_options(p)
     return p
@@ -383,6 +403,10 @@ def parse(argv):
             raise UsageError("record: --duration needs -p")
         record = argparse.Namespace(**{d: getattr(opts, d)
                                        for d in RECORD_DESTS})
+    if form == "report" and opts.from_profile is not None:
+        return _render_invocation(opts)
+    if form == "report" and opts.input is None:
+        opts.input = "perf.data"
     report_args = options.report_argv(opts) if form != "record" else []
     if form == "profile" and opts.svg is None:
         opts.svg = os.path.splitext(opts.output)[0] + ".svg"
@@ -395,3 +419,18 @@ def parse(argv):
                       getattr(opts, "jobs", None),
                       opts if form != "record" else None, report_args,
                       program)
+
+
+def _render_invocation(opts):
+    """allocsites report --from FILE: the "render" form, FILE as input."""
+    if opts.input is not None:
+        raise UsageError("-i and --from: --from renders a saved profile "
+                         "document, there is no recording to read")
+    if opts.jobs is not None:
+        raise UsageError("-j and --from: a profile document is rendered "
+                         "without reading a recording")
+    options.check_render_only(opts)
+    options.check_outputs(opts)
+    options.check_not_input(opts, opts.from_profile, "profile document")
+    return Invocation("render", None, opts.from_profile, None, opts,
+                      options.report_argv(opts), None)

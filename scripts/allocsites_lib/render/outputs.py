@@ -1,12 +1,15 @@
 """The outputs a report asks for: the table on stdout, the files (JSON,
-CSV, pprof, timeline, folded, flame graph), the warnings on stderr."""
+CSV, pprof, timeline, folded, flame graph, profile document), the
+warnings on stderr. Each file is a renderer of the Report in FILES: a new
+output is a module here and a line there (and its option in
+cli/options.py)."""
 
 import os
 import sys
 import tempfile
 
-from . import (csvout, flamegraph, folded, jsonout, ranking, sitestacks,
-               table)
+from . import (csvout, flamegraph, folded, jsonout, pprofout, profiledoc,
+               ranking, sitestacks, table, timeline)
 from ..errors import UsageError
 
 
@@ -116,40 +119,48 @@ def _umask():
     return mask
 
 
+def _svg(report, opts):
+    title = opts.title or "allocsites: %s by call stack" % opts.weight
+    return flamegraph.render_svg(folded.svg_stacks(report, opts.weight),
+                                 opts.weight, title,
+                                 flamegraph.report_subtitle(report))
+
+
+# The files, in the order they are written and listed: (option dest, kind,
+# renderer(report, opts) -> str, its pieces, or bytes; None when the
+# report has nothing for it: a pprof or timeline it was made without).
+FILES = (
+    ("json", "json", lambda r, o: jsonout.iter_json(r, o.top, o.stacks)),
+    ("csv", "csv", lambda r, o: csvout.render_csv(r, o.top)),
+    ("pprof", "pprof", lambda r, o: pprofout.render_pprof(r)
+     if r.pprof is not None else None),
+    ("timeline", "timeline", lambda r, o: timeline.render_report(r, o.title)
+     if r.timeline is not None else None),
+    ("folded", "folded", lambda r, o: folded.render_folded(r, o.weight)),
+    ("svg", "svg", _svg),
+    ("save_profile", "profile", lambda r, o: profiledoc.render_document(r)),
+)
+
+
 def _write(report, opts, out, files):
     """The files to temporary files (files.open) and the table to out;
     returns [(kind, path)]."""
     written = []
-
-    def save(kind, path, text):
-        """text: a string, or its pieces (written one at a time)."""
-        with files.open(path, "w") as f:
-            if isinstance(text, str):
-                f.write(text)
-            else:
-                for piece in text:
+    for dest, kind, render in FILES:
+        path = getattr(opts, dest, None)
+        if not path:
+            continue
+        data = render(report, opts)
+        if data is None:
+            continue
+        binary = isinstance(data, bytes)
+        with files.open(path, "wb" if binary else "w") as f:
+            if binary or isinstance(data, str):
+                f.write(data)
+            else:   # its pieces, written one at a time
+                for piece in data:
                     f.write(piece)
         written.append((kind, path))
-
-    if opts.json:
-        save("json", opts.json, jsonout.iter_json(report, opts.top,
-                                                  opts.stacks))
-    if opts.csv:
-        save("csv", opts.csv, csvout.render_csv(report, opts.top))
-    if report.pprof is not None:
-        with files.open(opts.pprof, "wb") as f:
-            f.write(report.pprof)
-        written.append(("pprof", opts.pprof))
-    if report.timeline is not None:
-        save("timeline", opts.timeline, report.timeline)
-    if opts.folded:
-        save("folded", opts.folded, folded.render_folded(report, opts.weight))
-    if opts.svg:
-        title = opts.title or "allocsites: %s by call stack" % opts.weight
-        save("svg", opts.svg, flamegraph.render_svg(folded.svg_stacks(report,
-                                                                  opts.weight),
-                                             opts.weight, title,
-                                             flamegraph.report_subtitle(report)))
     out.write(table.render_table(report, opts.top or 20, sort=opts.sort))
     if opts.stacks:
         out.write(sitestacks.render_stacks(

@@ -5,7 +5,6 @@ sampled peak's error; figures and frames in words are words.py's."""
 
 import math
 
-from ..analyze import completeness
 from ..words import lost_words
 
 
@@ -14,12 +13,9 @@ def lost_text(report):
 
 
 def verdict(report):
-    """The report's completeness.Verdict (one from perf's loss count alone
-    for a Report made without the end-to-end check)."""
-    if report.verdict is not None:
-        return report.verdict
-    return completeness.verdict({}, {}, report.lost, report.lost_reason,
-                                malformed=report.malformed)
+    """The report's completeness verdict (analyze/completeness.py made it;
+    every Report carries one)."""
+    return report.verdict
 
 
 def verdict_line(report, warning="WARNING: "):

@@ -40,6 +40,7 @@ import math
 from xml.sax.saxutils import escape
 
 from ..words import human_bytes
+from .flamegraph import report_subtitle   # the chart's subtitle too
 from .ranking import time_text   # the peak's time as the table says it
 from .svg import (CTRL as _CTRL, FONT_SIZE, FONT_W, attr as _attr,
                   fit as _fit, estimate_bytes as _human_bytes, num as _num)
@@ -528,3 +529,16 @@ def render(title, subtitle, times, series, other, total, peak,
                 unit, scope)
     height = int(legend_top + len(legend) * ROW_H + 12)
     return _document(height, title, subtitle, body)
+
+
+DEFAULT_TITLE = "allocsites: live bytes over time"
+
+
+def render_report(report, title=None):
+    """The --timeline SVG of a Report: its timeline data (made by
+    analyze/timeline_series.py), the flame graph's subtitle; title: --title
+    (None: DEFAULT_TITLE)."""
+    d = report.timeline
+    return render(title or DEFAULT_TITLE, report_subtitle(report),
+                  d["times"], d["series"], d["other"], d["total"],
+                  d["peak"], d["committed"], d["phases"], scope=d["scope"])

@@ -1,15 +1,14 @@
 """The --timeline chart's series from the sweep: sites, bands, peak.
 
-The --timeline chart from the liveness sweep: the sites to stack (by
-their own highest point), the phase bands, the peak; render/timeline.py
-draws it."""
+The --timeline chart's data from the liveness sweep, as plain data (the
+Report's timeline): the sites to stack (by their own highest point), the
+phase bands, the peak; render/timeline.py draws it."""
 
 import bisect
 import collections
 
 from ..read import eventlog
-from . import timeline
-from ..analyze.liveview import phase_label, since_origin, time_origin
+from .liveview import phase_label, since_origin, time_origin
 
 
 TIMELINE_SITES = 8   # sites named on the chart; the rest are "other sites"
@@ -76,24 +75,28 @@ def _count(times, lo, hi):
     return bisect.bisect_right(times, hi) - bisect.bisect_left(times, lo)
 
 
-def render_timeline(sweep, log, profile, names, title, subtitle,
-                    top=TIMELINE_SITES, scope=None):
-    """The --timeline SVG: the top sites (by their own highest point, then
-    by bytes live at the peak) stacked, the rest as "other sites": a
-    large user released before the peak is drawn as itself, not as grey
-    "other sites" (issue 23, item 4). scope: --tag's or --phase's
-    selection (LiveSummary.scope), said in the legend."""
+def series(sweep, log, profile, names, top=TIMELINE_SITES, scope=None):
+    """The --timeline chart's data (render/timeline.py's render takes its
+    values as arguments): {"times", "series": [[label, values]], "other",
+    "total", "peak": [time, bytes], "committed", "phases": [[name, start,
+    end]], "scope"}. The top sites (by their own highest point, then by
+    bytes live at the peak) are series of their own, the rest "other
+    sites": a large user released before the peak is drawn as itself,
+    not as grey "other sites" (issue 23, item 4). scope: --tag's or
+    --phase's selection (LiveSummary.scope), said in the legend."""
     tl = sweep.timeline
     if not tl.times:
-        return timeline.render(title, subtitle, [], [], None, [], (0, 0))
+        return {"times": [], "series": [], "other": None, "total": [],
+                "peak": [0, 0], "committed": None, "phases": [],
+                "scope": None}
     start = time_origin(sweep)   # the table's base too (liveview.summary)
     times = [t - start for t in tl.times]
     site_of = profile.site_of or {}
     per_site = collections.defaultdict(lambda: [0] * len(times))
-    for key, series in tl.by_key.items():
+    for key, values in tl.by_key.items():
         site = site_of.get(key)
         acc = per_site[site]
-        for i, v in enumerate(series):
+        for i, v in enumerate(values):
             acc[i] += v
     labels = {}
     for s in profile.sites:
@@ -105,7 +108,6 @@ def render_timeline(sweep, log, profile, names, title, subtitle,
                     key=lambda k: (-max(per_site[k]), -per_site[k][peak_i],
                                    labels.get(k, str(k))))
     shown = ranked[:top]
-    series = [(labels.get(k, str(k)), per_site[k]) for k in shown]
     rest = [k for k in per_site if k not in shown]
     other = None
     if rest:
@@ -115,8 +117,9 @@ def render_timeline(sweep, log, profile, names, title, subtitle,
     peak_time = since_origin(sweep, sweep.peak_time)
     if peak_time is None:
         peak_time = times[peak_i]
-    return timeline.render(title, subtitle, times, series, other,
-                           list(tl.total), (peak_time, sweep.peak_bytes),
-                           list(tl.committed) if tl.committed else None,
-                           bands,
-                           scope=scope)
+    return {"times": times,
+            "series": [[labels.get(k, str(k)), per_site[k]] for k in shown],
+            "other": other, "total": list(tl.total),
+            "peak": [peak_time, sweep.peak_bytes],
+            "committed": list(tl.committed) if tl.committed else None,
+            "phases": [list(b) for b in bands], "scope": scope}
