@@ -8,7 +8,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import signal
 import tempfile
 
-from allocsites_lib.read import interrupts, native
+from allocsites_lib import interrupts
+from allocsites_lib.read import native
 from allocsites_lib.render import outputs
 
 

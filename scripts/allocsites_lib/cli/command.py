@@ -40,7 +40,7 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     opts = options.parse(report_args, prog="allocsites report")
     perf = prerequisites.find_perf()
     datafile.check_perf_data(data)
-    from ..read import interrupts
+    from .. import interrupts
     # SIGINT, SIGTERM and SIGHUP raise Interrupted from here until the
     # outputs are in place (render/outputs.py writes them to temporary
     # files, removed when interrupted, renamed at the end).

@@ -295,7 +295,7 @@ def report_parser():
     p.add_argument("-i", "--input", default=None, metavar="FILE",
                    help="perf data file to read (default: perf.data)")
     p.add_argument("--from", dest="from_profile", default=None,
-                   metavar="FILE",
+                   metavar="PROFILE",
                    help="render from a profile document (saved by "
                         "--save-profile) instead of a recording. The "
                         "outputs, --top, --sort, --weight, --title and "

@@ -229,7 +229,7 @@ def run(reader, data, tally, total=0, err=None, progress=None):
     progress line on a terminal. Raises interrupts.Interrupted on SIGINT,
     SIGTERM or SIGHUP, after stopping the reader."""
     import signal
-    from . import interrupts
+    from .. import interrupts
     from .progress import Progress, progress_text
     progress = progress or Progress(err or sys.stderr)
     stream = Stream()

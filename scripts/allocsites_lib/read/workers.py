@@ -36,7 +36,8 @@ import subprocess
 import sys
 import tempfile
 
-from . import interrupts, perf_vdso, time_ranges, worker_files
+from .. import interrupts
+from . import perf_vdso, time_ranges, worker_files
 from .progress import PROGRESS_INTERVAL, Progress, progress_text
 
 MAX_ERROR_LINES = 5         # error lines kept per worker

@@ -83,7 +83,7 @@ class Files:
         gives the mask back: one that comes then came after the report,
         which is written, and is not told as "nothing written"."""
         import signal
-        from ..read import interrupts
+        from .. import interrupts
         while True:
             mask = interrupts.block()
             if not interrupts.pending():
