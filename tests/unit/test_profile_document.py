@@ -260,6 +260,50 @@ class FromDocument(unittest.TestCase):
                 self.assertEqual(status, 3 if name.startswith("exact")
                                  else 0)
 
+    def test_the_no_thread_labels_warning_follows_pprof(self):
+        # a split by thread that does not add up: the warning stands with
+        # --pprof only, where the recording's report puts it, whether the
+        # document was saved with --pprof or not
+        from unittest import mock
+        from allocsites_lib.analyze import threads
+        with mock.patch.object(threads, "matches", lambda *a: False), \
+                tempfile.TemporaryDirectory() as tmp:
+            for sub in ("saved", "direct", "from", "plain", "plain_from"):
+                os.mkdir(os.path.join(tmp, sub))
+            want = render_direct("timed", os.path.join(tmp, "direct"),
+                                 document=True)
+            self.assertIn(assemble.NO_THREAD_LABELS.encode(),
+                          want["out.json"])
+            got, _ = render_from(save_document("timed", os.path.join(
+                tmp, "saved")), os.path.join(tmp, "from"), [])
+            self.assertEqual(got, want)
+            # saved with --pprof, rendered without: no warning
+            doc = os.path.join(tmp, "direct", "profile.json")
+            plain = os.path.join(tmp, "plain")
+            cwd = os.getcwd()
+            os.chdir(plain)
+            try:
+                out, err = io.StringIO(), io.StringIO()
+                status = command.render_saved(doc, ["--json", "out.json"],
+                                              out, err)
+            finally:
+                os.chdir(cwd)
+            self.assertEqual(status, 0)
+            with open(os.path.join(plain, "out.json"), "rb") as f:
+                plain_json = f.read()
+            self.assertNotIn(b"no thread labels", plain_json)
+            self.assertNotIn("no thread labels", err.getvalue())
+            make, argv = CASES["timed"]
+            tally, sym = make()
+            opts = options.parse(["--json", os.path.join(tmp, "plain_from",
+                                                         "out.json")])
+            outputs.write_outputs(assemble.finish_report(
+                tally, opts, sym, 0, None), opts, out=io.StringIO(),
+                err=io.StringIO())
+            with open(os.path.join(tmp, "plain_from", "out.json"),
+                      "rb") as f:
+                self.assertEqual(plain_json, f.read())
+
     def test_saving_the_document_changes_no_other_output(self):
         for name in ("timed", "sampled"):
             with self.subTest(case=name), \

@@ -23,6 +23,10 @@ from .wrappers import (declared_skips, skip_regex, wrapper_advice,
                        wrapper_suspects)
 
 
+NO_THREAD_LABELS = ("--pprof: no thread labels: the allocations split by "
+                    "thread did not add up to the profile")
+
+
 def collect_tag_names(tally, symbolizer):
     """{tag: name} from the .rt_tags of every DSO in the stacks; the DSO
     holding the probe (the leaf) wins over others."""
@@ -160,14 +164,18 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
         phased = pprof_phases(sweep, entries, live, phase_names)
         by_thread = pprof_threads(tally, mode, opts, phased, entries,
                                   selected, phase_names)
-        if by_thread is None and tally.log is not None and \
-                getattr(opts, "pprof", None):
-            warnings.append("--pprof: no thread labels: the allocations "
-                            "split by thread did not add up to the profile")
+        note = None
+        if by_thread is None and tally.log is not None:
+            # where the warning stands (and stands only with --pprof):
+            # the document keeps it, for report --from --pprof
+            note = [len(warnings), NO_THREAD_LABELS]
+            if getattr(opts, "pprof", None):
+                warnings.append(NO_THREAD_LABELS)
         pprof = pprofdata.profile(
-            tally, symbolizer, names, mode, tags, entries=entries, live=live, skip=skip, phased=phased,
-            threads=by_thread, guest=guest_view,
-            **recording_span(tally, data))
+            tally, symbolizer, names, mode, tags, entries=entries,
+            live=live, skip=skip, phased=phased, threads=by_thread,
+            guest=guest_view, **recording_span(tally, data))
+        pprof["thread_note"] = note
     report = Report(mode=mode, profile=result, events=dict(tally.events),
                     malformed=tally.malformed, lost=lost,
                     lost_reason=lost_reason, frees=tuple(tally.frees),

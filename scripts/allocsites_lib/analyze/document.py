@@ -123,7 +123,18 @@ def _liveness(d):
 
 def for_render(report, opts):
     """The Report as the rendering options ask for it: --top is the
-    rendering's, and the filters (in the JSON report) say so."""
+    rendering's, and the filters (in the JSON report) say so; the
+    warning that pprof has no thread labels is there with --pprof only,
+    where the recording's report puts it."""
     filters = dict(report.filters)
     filters["top"] = opts.top
-    return report._replace(filters=filters)
+    warnings = list(report.warnings)
+    note = (report.pprof or {}).get("thread_note")
+    if note:
+        at, text = note
+        there = at < len(warnings) and warnings[at] == text
+        if getattr(opts, "pprof", None) and not there:
+            warnings.insert(at, text)
+        elif not getattr(opts, "pprof", None) and there:
+            del warnings[at]
+    return report._replace(filters=filters, warnings=warnings)
