@@ -152,17 +152,24 @@ static int deliver_upto(struct order *o, u64 limit, int all)
 	qsort(o->q, o->n, sizeof(*o->q), cmp);
 	size_t i = 0;
 	int rc = 0;
+	struct buf *run = NULL;   /* a run of one buffer's: released at once */
+	long nrun = 0;
 	for (; i < o->n; i++) {
 		struct entry *e = o->q[i];
 		if (!all && e->time > limit)
 			break;
 		if (!rc && o->fn(o->ctx, e->rec, e->size, e->at) < 0)
 			rc = -1;
-		if (e->buf)
-			buf_release(e->buf);
+		if (e->buf != run) {
+			buf_release_n(run, nrun);
+			run = e->buf;
+			nrun = 0;
+		}
+		nrun += e->buf != NULL;
 		o->bytes -= e->size;
 		free_entry(o, e);
 	}
+	buf_release_n(run, nrun);
 	if (o->n > i)
 		memmove(o->q, o->q + i, (o->n - i) * sizeof(*o->q));
 	o->n -= i;

@@ -37,6 +37,11 @@ struct pipe {
 	int done, stop, rc;
 	struct item *cur;       /* the producer's batch being filled */
 	int ncur;
+	struct buf *hold;       /* the buffer of the last record queued, held
+				 * (one reference) while its records' own
+				 * references are counted in hold_n, added at
+				 * once (buf.c) */
+	long hold_n;
 	char err[512];
 };
 
@@ -48,10 +53,26 @@ static void free_item(struct item *it)
 		free((void *)it->rec);
 }
 
+/* The references counted for hold's records, taken at once. */
+static void add_held(struct pipe *p)
+{
+	if (p->hold && p->hold_n)
+		buf_retain_n(p->hold, p->hold_n);
+	p->hold_n = 0;
+}
+
+static void drop_hold(struct pipe *p)
+{
+	add_held(p);
+	buf_release(p->hold);
+	p->hold = NULL;
+}
+
 /* Producer: the batch being filled goes into the ring (waits for room);
  * -1 when the consumer stopped. */
 static int push(struct pipe *p)
 {
+	add_held(p);   /* before the consumer can release any of them */
 	pthread_mutex_lock(&p->m);
 	while (p->n == QUEUE_BATCHES && !p->stop)
 		pthread_cond_wait(&p->can_put, &p->m);
@@ -81,7 +102,12 @@ static int enqueue(void *vp, const u8 *rec, u32 size, struct buf *b)
 		return -1;
 	struct item *it = &p->cur[p->ncur];
 	if (b) {
-		buf_retain(b);
+		if (b != p->hold) {
+			drop_hold(p);
+			buf_retain(b);
+			p->hold = b;
+		}
+		p->hold_n++;
 		it->rec = rec;
 	} else {
 		u8 *copy = malloc(size);
@@ -105,6 +131,7 @@ static void *produce(void *vp)
 				  sizeof(p->err));
 	if (p->ncur)
 		push(p);
+	drop_hold(p);
 	if (rc && !p->err[0])
 		snprintf(p->err, sizeof(p->err), "%s: out of memory",
 			 p->prod.path);
@@ -146,13 +173,26 @@ int perffile_records_threaded(struct perffile *pf, record_fn fn, void *ctx,
 		p->n--;
 		pthread_cond_signal(&p->can_put);
 		pthread_mutex_unlock(&p->m);
+		/* a run of items of one buffer released at once, after
+		 * fn has taken what it keeps */
+		struct buf *run = NULL;
+		long nrun = 0;
 		for (int i = 0; i < count; i++) {
 			struct item *it = &batch[i];
 			pf->at = it->at;
 			if (!rc && fn(ctx, it->rec, it->size, it->b) < 0)
 				rc = -1;
-			free_item(it);
+			if (it->b != run) {
+				buf_release_n(run, nrun);
+				run = it->b;
+				nrun = 0;
+			}
+			if (it->b)
+				nrun++;
+			else
+				free((void *)it->rec);
 		}
+		buf_release_n(run, nrun);
 		free(batch);
 		if (rc) {               /* stop the producer, drain the rest */
 			pthread_mutex_lock(&p->m);

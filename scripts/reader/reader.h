@@ -150,6 +150,8 @@ struct buf *buf_get(void);
 u8 *buf_data(struct buf *b);
 void buf_retain(struct buf *b);
 void buf_release(struct buf *b);
+void buf_retain_n(struct buf *b, long n);
+void buf_release_n(struct buf *b, long n);
 size_t buf_live(void);          /* buffers out of the free list */
 
 /* perffile.c */
