@@ -18,6 +18,37 @@ def frame_json(frame):
             "line": frame.line, "dso": frame.dso, "inlined": frame.inlined}
 
 
+def stack_json(s, frames=None):
+    return {"frames": [frame_json(f) for f in s.frames]
+            if frames is None else frames,
+            "count": s.count, "bytes": s.bytes,
+            "tags": dict(sorted(s.tags.items())),
+            "peak": s.peak, "leaked": s.leaked, "temporary": s.temporary}
+
+
+class _Encoded(str):
+    """An item iter_json writes as it is: already JSON."""
+
+
+def _encoded_stacks(stacks):
+    """stack_json's of each stack as JSON text, each distinct frame
+    encoded once: stacks share most of their frames (9625 stacks of
+    217723 frames, 89 distinct ones, in minicc's report at 10^6
+    allocations), and encoding them was most of the JSON's time. The same bytes as
+    json.dumps(stack_json(s)): its separators are ", " and ": "."""
+    dumps = json.dumps
+    cache = {}
+    for s in stacks:
+        parts = []
+        for f in s.frames:
+            text = cache.get(f)
+            if text is None:
+                text = cache[f] = dumps(frame_json(f))
+            parts.append(text)
+        rest = dumps(stack_json(s, ()))   # '{"frames": [], "count": ...'
+        yield _Encoded('{"frames": [' + ", ".join(parts) + rest[12:])
+
+
 def report_dict(report, top=None, stacks_site=None, lazy=False):
     """The document as a dict; lazy: its stacks as a generator, for
     iter_json (a large recording's stacks are most of the document)."""
@@ -44,14 +75,10 @@ def report_dict(report, top=None, stacks_site=None, lazy=False):
             entry.update(samples=site.samples, bytes_error=bytes_err,
                          count_error=count_err)
         sites.append(entry)
-    stacks = ({"frames": [frame_json(f) for f in s.frames],
-               "count": s.count, "bytes": s.bytes,
-               "tags": dict(sorted(s.tags.items())),
-               "peak": s.peak, "leaked": s.leaked,
-               "temporary": s.temporary}
-              for s in profile.stacks)
-    if not lazy:
-        stacks = list(stacks)
+    if lazy:
+        stacks = _encoded_stacks(profile.stacks)
+    else:
+        stacks = [stack_json(s) for s in profile.stacks]
     events = {"alloc": 0, "free": 0, "sample": 0}
     events.update(report.events)
     events.update(malformed=report.malformed, duplicates=report.duplicates,
@@ -155,9 +182,9 @@ def iter_json(report, top=None, stacks_site=None):
             if first is _END:
                 yield "%s %s: []" % (sep, dumps(key))
             else:
-                yield "%s %s: [\n  %s" % (sep, dumps(key), dumps(first))
+                yield "%s %s: [\n  %s" % (sep, dumps(key), _dumps(first))
                 for item in items:
-                    yield ",\n  " + dumps(item)
+                    yield ",\n  " + _dumps(item)
                 yield "\n ]"
         else:
             yield "%s %s: %s" % (sep, dumps(key), dumps(value))
@@ -166,6 +193,10 @@ def iter_json(report, top=None, stacks_site=None):
 
 
 _END = object()
+
+
+def _dumps(item):
+    return item if isinstance(item, _Encoded) else json.dumps(item)
 
 
 def render_json(report, top=None, stacks_site=None):
