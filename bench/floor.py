@@ -20,6 +20,12 @@ What one allocation costs at each stage, per event, on the burst program
   scan          record's pass over the finished file for its summary
                 (allocsites-read --scan), per event: what record adds
                 after perf exits
+  bare perf     `perf record` alone, the same command allocsites record
+                runs (the same events, created the same way, and options)
+                less what only allocsites adds around it (the writer's
+                wake-ups and priority, the --control FIFO), timed from
+                perf's start to its exit; record's whole command against
+                it is issue 30's "record within 1.1x a bare perf record"
   read          allocsites-read alone (the native reader: parse,
                 decompress, order, unwind, tally) over the recording, per
                 event; and over the --unwind none recording (no stack to
@@ -66,6 +72,41 @@ def timed(cmd, discard=True):
     return time.monotonic() - start, r
 
 
+# Runs recording.record with its perf step replaced by the bare command:
+# the probe events are made and removed exactly as allocsites does, and
+# only perf record itself is timed (prints bare_wall=SECONDS).
+BARE = r"""
+import subprocess, sys, time
+sys.path.insert(0, sys.argv[1])
+from allocsites_lib.cli import parsers
+from allocsites_lib.record import perfcommand, recording
+inv = parsers.parse(["record", "-o", sys.argv[2], "--"] + sys.argv[3:])
+
+def bare(perf, opts, argv, pid, unwind, allocs, plain, events, interrupts):
+    cmd = perfcommand.record_command(perf, opts.output, allocs, plain,
+                                     opts.stack_size, argv, unwind=unwind)
+    start = time.monotonic()
+    status = subprocess.call(cmd, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    print("bare_wall=%f" % (time.monotonic() - start), flush=True)
+    return status
+
+recording.run_perf = bare
+recording.record(inv.record, inv.program, out=open("/dev/null", "w"))
+"""
+
+
+def bare_perf(prog, output):
+    """Seconds of the bare perf record of prog into output."""
+    r = run([PY, "-c", BARE, os.path.join(ROOT, "scripts"), output] + prog,
+            discard_stdout=False)
+    m = re.search(r"bare_wall=([0-9.]+)", r.stdout)
+    if not m:
+        raise SystemExit("bench: the bare perf record printed no time:\n"
+                         + r.stdout)
+    return float(m.group(1))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pairs", type=int, default=250000)
@@ -76,7 +117,7 @@ def main():
     prog = [burst, str(args.pairs), str(args.depth)]
     events = 2 * args.pairs
     tmp = tempfile.mkdtemp(prefix="allocsites-floor-")
-    rows = {k: [] for k in ("alone", "none", "dwarf", "record", "scan",
+    rows = {k: [] for k in ("alone", "none", "dwarf", "record", "bare", "scan",
                             "read_none", "read", "report")}
     try:
         for i in range(args.runs):
@@ -91,6 +132,8 @@ def main():
                             prog, discard=False)
             rows["dwarf"].append(elapsed_ns(r.stdout) / 1e9)
             rows["record"].append(wall)
+            rows["bare"].append(bare_perf(prog, os.path.join(tmp,
+                                                             "bare.data")))
             rows["scan"].append(timed([READER, "--scan", dwarf])[0])
             rows["read_none"].append(timed([READER, none])[0])
             rows["read"].append(timed([READER, dwarf])[0])
@@ -120,6 +163,10 @@ def main():
           % us(med["dwarf"] - med["none"], args.pairs))
     print("| record, whole command | %s | perf's start and end, the "
           "summary's scan |" % us(med["record"], events))
+    print("| bare perf record | %s | the same perf record alone, same "
+          "events and options |" % us(med["bare"], events))
+    print("| record against bare perf | %.2fx | whole command / bare perf "
+          "record |" % (med["record"] / med["bare"]))
     print("| record's scan | %s | its pass over the file after perf "
           "(allocsites-read --scan) |" % us(med["scan"], events))
     print("| read, no stacks | %s | allocsites-read on the --unwind none "
