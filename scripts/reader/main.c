@@ -11,6 +11,8 @@
  *                                   log to FD (none without)
  *   allocsites-read --text FILE     every sample and its stack as
  *                                   text, to read or diff
+ *   allocsites-read --lines FILE    source lines of the addresses on
+ *                                   stdin (lines.c)
  *   allocsites-read --scan [--times] FILE
  *                                   what perfdata.Scan holds, as text
  *                                   (scan.c)
@@ -261,7 +263,8 @@ static int on_record(void *vc, const u8 *rec, u32 size, struct buf *b)
 }
 
 static const char usage[] = "usage: allocsites-read [--min-size N] "
-	"[--log-fd FD] FILE\n       allocsites-read --text FILE\n";
+	"[--log-fd FD] FILE\n       allocsites-read --text FILE\n"
+	"       allocsites-read --lines FILE < ADDRESSES\n";
 
 /* A decimal option's value; -1 when it is not one. */
 static int number(const char *s, u64 *v)
@@ -282,6 +285,8 @@ int main(int argc, char **argv)
 	u64 min_size = 0, log_fd = (u64)-1;
 	if (argc > 1 && !strcmp(argv[1], "--scan"))
 		return scan_main(argc, argv);    /* scan.c */
+	if (argc == 3 && !strcmp(argv[1], "--lines"))
+		return lines_main(argv[2]);      /* lines.c */
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--text"))
 			c.text = 1;

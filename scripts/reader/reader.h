@@ -265,4 +265,7 @@ void tally_event(struct tally *t, int index, u32 raw, u32 pid, u32 tid,
 		 u64 time, const u64 *args, const u8 *data, u32 size);
 int tally_finish(struct tally *t);
 
+/* lines.c: allocsites-read --lines FILE */
+int lines_main(const char *path);
+
 #endif

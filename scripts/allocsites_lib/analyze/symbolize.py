@@ -1,9 +1,12 @@
 """RawFrame -> source frames (function, file, line), inlines expanded.
 
-One addr2line process per DSO for all of its addresses (`addr2line -f -i
--a`, addresses on stdin), never one per frame; results are cached per
-(dso, address) for the life of the Symbolizer. File names are printed as
-DWARF records them (directory + name), not perf's basename.
+One process per DSO for all of its addresses, never one per frame:
+`allocsites-read --lines DSO` (scripts/reader/lines.c: libdw, the library
+that unwound the stacks, so that symbols are read by one implementation;
+its answers are addr2line -f -i -a -C's format), or binutils' addr2line
+where the reader is not built. Results are cached per (dso, address) for
+the life of the Symbolizer. File names are printed as DWARF records them
+(directory + name), not perf's basename.
 
 A frame that cannot be resolved degrades, never raises:
   - no debug line info: function = "symbol+0xoffset" (one per call
@@ -81,14 +84,25 @@ class Addr2lineMissing(Exception):
     """addr2line is not on PATH (Debian: binutils)."""
 
 
-def run_addr2line(path, addresses, timeout=600):
-    """Ask addr2line about `addresses` of the ELF file `path` in one run.
-    Raises Addr2lineMissing when there is no addr2line to ask."""
+def lines_command(path):
+    """The command that answers for path's addresses: the built reader
+    (allocsites-read --lines), else binutils' addr2line."""
+    from ..read import perfdata
+    reader = perfdata.scan_program()
+    if reader is not None:
+        return [reader, "--lines", path]
+    return ["addr2line", "-f", "-i", "-a", "-C", "-e", path]
+
+
+def run_addr2line(path, addresses, timeout=600, command=lines_command):
+    """Ask about `addresses` of the ELF file `path` in one run (command:
+    lines_command). Raises Addr2lineMissing when there is no addr2line
+    to ask."""
     if not addresses:
         return {}
     query = "".join("0x%x\n" % a for a in addresses).encode()
     try:
-        proc = subprocess.run(["addr2line", "-f", "-i", "-a", "-C", "-e", path],
+        proc = subprocess.run(command(path),
                               input=query, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, timeout=timeout,
                               check=False)

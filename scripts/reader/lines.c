@@ -1,0 +1,247 @@
+/* lines.c - allocsites-read --lines FILE: source lines of addresses in
+ * FILE, inlined frames expanded, from libdw: the same reading of ELF and
+ * DWARF the unwinder does (unwind.c), so that a report resolves symbols
+ * with one library, not libdw for the stacks and binutils' addr2line for
+ * their lines (issue 30).
+ *
+ * stdin: one hexadecimal address a line, as FILE's link-time address
+ * (what `addr2line -e FILE` takes). stdout: addr2line -f -i -a -C's
+ * answer, which symbolize.parse_addr2line reads:
+ *
+ *   0x00000000000011a9      the address
+ *   inner                   the innermost (inlined) function
+ *   /src/x.c:12             its line at the address
+ *   outer                   the function it was inlined into
+ *   /src/x.c:30             the line of the inlined call
+ *   ...                     out to the function the address is in
+ *
+ * or "??" and "??:0" where FILE has no line for the address. Names as
+ * binutils prints them with -C: a function's linkage name demangled with
+ * its parameters where it has one (C++), else its DWARF name. Debug info
+ * is found as the unwinder finds it (dwfl_standard_find_debuginfo: the
+ * file itself, .gnu_debuglink, /usr/lib/debug/.build-id). */
+#include "reader.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <libiberty/demangle.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const Dwfl_Callbacks callbacks = {
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+/* A function DIE's name as addr2line -C prints it; *owned: free it. */
+static const char *function_name(Dwarf_Die *die, char **owned)
+{
+	Dwarf_Attribute attr;
+	const char *linkage = dwarf_formstring(
+		dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+	if (!linkage)
+		linkage = dwarf_formstring(dwarf_attr_integrate(
+			die, DW_AT_MIPS_linkage_name, &attr));
+	*owned = NULL;
+	if (linkage) {
+		*owned = cplus_demangle(linkage, DMGL_PARAMS | DMGL_ANSI);
+		return *owned ? *owned : linkage;
+	}
+	return dwarf_diename(die);
+}
+
+/* The file DW_AT_call_file names, in the CU's file table. */
+static const char *call_file(Dwarf_Die *cu, Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word index;
+	Dwarf_Files *files;
+	size_t n;
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &index) ||
+	    dwarf_getsrcfiles(cu, &files, &n) || index >= n)
+		return NULL;
+	return dwarf_filesrc(files, index, NULL, NULL);
+}
+
+static int call_line(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word line;
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &line))
+		return 0;
+	return (int)line;
+}
+
+/* The CU covering addr: by .debug_aranges (dwfl_module_addrdie), else
+ * by each CU's own ranges: clang writes no .debug_aranges, and libdw
+ * 0.188 then finds no CU for any address. */
+static Dwarf_Die *cu_of(Dwfl_Module *mod, Dwarf_Addr addr, Dwarf_Addr *bias,
+			Dwarf_Die *room)
+{
+	Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, bias);
+	if (cu)
+		return cu;
+	Dwarf *dw = dwfl_module_getdwarf(mod, bias);
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	while (dw && dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL,
+				  NULL) == 0) {
+		if (dwarf_offdie(dw, off + hsize, room) &&
+		    dwarf_haspc(room, addr - *bias) == 1)
+			return room;
+		off = next;
+	}
+	return NULL;
+}
+
+/* A relative file name as binutils prints it: under the CU's
+ * DW_AT_comp_dir (clang's DWARF 5 names files relative to it, and libdw
+ * 0.188 leaves them so). The result is in buf or is name itself. */
+static const char *absolute(Dwarf_Die *cu, const char *name, char *buf,
+			    size_t len)
+{
+	Dwarf_Attribute attr;
+	const char *dir;
+	if (!name || name[0] == '/' ||
+	    !(dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr))))
+		return name;
+	snprintf(buf, len, "%s/%s", dir, name);
+	return buf;
+}
+
+/* Whether the CU is C++: a function without a linkage name (GCC's
+ * constructors and destructors) is then named as binutils names it,
+ * by the ELF symbol it is in, demangled. */
+static int is_cxx(Dwarf_Die *cu)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word lang;
+	if (dwarf_formudata(dwarf_attr(cu, DW_AT_language, &attr), &lang))
+		return 0;
+	return lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
+	       lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
+}
+
+/* The ELF symbol the function DIE starts at, demangled; NULL when the
+ * symbol at addr does not start where the function does (the .cold
+ * part of a function is a symbol of its own: binutils keeps the DWARF
+ * name there). */
+static const char *symbol_name(Dwfl_Module *mod, Dwarf_Die *fn,
+			       Dwarf_Addr addr, Dwarf_Addr bias, char **owned)
+{
+	GElf_Off off;
+	GElf_Sym sym;
+	Dwarf_Addr entry;
+	const char *name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL,
+						NULL, NULL);
+	/* fn NULL: a function without any name in DWARF takes the symbol */
+	if (!name || (fn && (dwarf_entrypc(fn, &entry) ||
+			     addr - off != entry + bias)))
+		return NULL;
+	*owned = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+	return *owned ? *owned : name;
+}
+
+static void answer(Dwfl_Module *mod, u64 addr)
+{
+	char path[4096], call_path[4096];
+	Dwarf_Addr bias = 0;
+	Dwarf_Die room;
+	Dwarf_Die *cu = mod ? cu_of(mod, addr, &bias, &room) : NULL;
+	Dwarf_Line *l = cu ? dwarf_getsrc_die(cu, addr - bias) : NULL;
+	int line = 0;
+	const char *file = l ? dwarf_linesrc(l, NULL, NULL) : NULL;
+	if (!file || dwarf_lineno(l, &line)) {
+		fputs("??\n??:0\n", stdout);
+		return;
+	}
+	file = absolute(cu, file, path, sizeof path);
+	/* dwarf_getscopes gives the innermost scope at the address, then
+	 * the scopes of an inlined function's abstract definition; the
+	 * chain it was inlined along is that DIE's own parents
+	 * (dwarf_getscopes_die), as eu-addr2line -i walks it */
+	Dwarf_Die *scopes = NULL, inner;
+	int n = dwarf_getscopes(cu, addr - bias, &scopes);
+	if (n > 0) {
+		inner = scopes[0];
+		free(scopes);
+		scopes = NULL;
+		n = dwarf_getscopes_die(&inner, &scopes);
+	}
+	int printed = 0;
+	for (int i = 0; i < n; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		if (tag != DW_TAG_subprogram &&
+		    tag != DW_TAG_inlined_subroutine &&
+		    tag != DW_TAG_entry_point)
+			continue;
+		char *owned;
+		const char *name = function_name(&scopes[i], &owned);
+		if (!owned && tag == DW_TAG_subprogram && is_cxx(cu)) {
+			const char *sym = symbol_name(mod, &scopes[i], addr,
+						      bias, &owned);
+			if (sym)
+				name = sym;
+		}
+		if (!name && tag == DW_TAG_subprogram && !owned)
+			name = symbol_name(mod, NULL, addr, bias, &owned);
+		printf("%s\n%s:%d\n", name && *name ? name : "??",
+		       file ? file : "??", file ? line : 0);
+		free(owned);
+		printed = 1;
+		if (tag != DW_TAG_inlined_subroutine)
+			break;
+		/* the enclosing function's line: where this one was
+		 * inlined into it */
+		file = absolute(cu, call_file(cu, &scopes[i]), call_path,
+				sizeof call_path);
+		line = call_line(&scopes[i]);
+	}
+	if (!printed) {
+		/* no function scope found (a lambda's operator() at -O0):
+		 * the symbol the address is in, as binutils falls back to */
+		char *owned = NULL;
+		const char *name = symbol_name(mod, NULL, addr, bias, &owned);
+		printf("%s\n%s:%d\n", name ? name : "??", file, line);
+		free(owned);
+	}
+	free(scopes);
+}
+
+int lines_main(const char *path)
+{
+	Dwfl *dwfl = dwfl_begin(&callbacks);
+	if (!dwfl) {
+		fprintf(stderr, "allocsites-read: libdw: %s\n", dwfl_errmsg(-1));
+		return 1;
+	}
+	dwfl_report_begin(dwfl);
+	Dwfl_Module *mod = dwfl_report_offline(dwfl, path, path, -1);
+	dwfl_report_end(dwfl, NULL, NULL);
+	/* libdw places a module at an address of its choosing (a PIE's
+	 * is not 0): a link-time address plus the bias is its address */
+	Dwarf_Addr bias = 0;
+	if (!mod || !dwfl_module_getelf(mod, &bias)) {
+		/* as addr2line: no answers at all, one line why */
+		fprintf(stderr, "allocsites-read: %s: %s\n", path,
+			dwfl_errmsg(-1));
+		dwfl_end(dwfl);
+		return 1;
+	}
+	char buf[128];
+	while (fgets(buf, sizeof buf, stdin)) {
+		char *end;
+		u64 addr = strtoull(buf, &end, 16);
+		if (end == buf)
+			continue;
+		printf("0x%016llx\n", (unsigned long long)addr);
+		answer(mod, addr + bias);
+	}
+	dwfl_end(dwfl);
+	if (fflush(stdout) || ferror(stdout)) {
+		fprintf(stderr, "allocsites-read: stdout: write error\n");
+		return 1;
+	}
+	return 0;
+}
