@@ -213,7 +213,7 @@ class SummaryTest(unittest.TestCase):
 class Version(unittest.TestCase):
     def test_version_names_itself_the_json_format_and_perf(self):
         from allocsites_lib import __version__
-        from allocsites_lib.render import jsonout
+        from allocsites_lib.render import jsonout, profiledoc
         for flag in ("--version", "-V"):
             out = io.StringIO()
             with contextlib.redirect_stdout(out):
@@ -221,8 +221,10 @@ class Version(unittest.TestCase):
             self.assertEqual(status, 0)
             self.assertRegex(out.getvalue(),
                              r"^allocsites %s \(JSON report version %d; "
+                             r"profile document version %d; "
                              r"perf (\S+|not found)\)\n$"
-                             % (re.escape(__version__), jsonout.VERSION))
+                             % (re.escape(__version__), jsonout.VERSION,
+                                profiledoc.VERSION))
 
 
 class ReportHelpExamples(unittest.TestCase):

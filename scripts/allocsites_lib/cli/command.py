@@ -236,9 +236,10 @@ def run_diff(opts, out=sys.stdout):
 def dispatch(argv):
     if argv[:1] in (["--version"], ["-V"]):
         from .. import __version__
-        from ..render import jsonout
-        sys.stdout.write("allocsites %s (JSON report version %d; perf %s)\n"
-                         % (__version__, jsonout.VERSION,
+        from ..render import jsonout, profiledoc
+        sys.stdout.write("allocsites %s (JSON report version %d; profile "
+                         "document version %d; perf %s)\n"
+                         % (__version__, jsonout.VERSION, profiledoc.VERSION,
                             prerequisites.perf_version() or "not found"))
         return 0
     inv = parsers.parse(argv)
