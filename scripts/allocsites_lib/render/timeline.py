@@ -37,13 +37,13 @@ bytes (stdlib only; same conventions as flamegraph.py's).
 
 import colorsys
 import math
-from xml.sax.saxutils import escape
 
 from ..words import human_bytes
 from .flamegraph import report_subtitle   # the chart's subtitle too
 from .ranking import time_text   # the peak's time as the table says it
 from .svg import (CTRL as _CTRL, FONT_SIZE, FONT_W, attr as _attr,
-                  fit as _fit, estimate_bytes as _human_bytes, num as _num)
+                  escape, fit as _fit, estimate_bytes as _human_bytes,
+                  num as _num)
 
 WIDTH = 1200
 LEFT = 90             # room for the byte axis labels
