@@ -10,6 +10,7 @@ tests."""
 
 import collections
 import os
+import threading
 
 from . import (completeness, guest, liveview, liveness, pprofdata, threads,
                timeline_series)
@@ -96,6 +97,28 @@ def recording_span(tally, data):
     return {"time_nanos": max(0, end - duration), "duration_nanos": duration}
 
 
+def resolve_ahead(tally, opts, symbolizer, mode):
+    """A thread resolving the frames fold will ask for (the same set, so
+    the same warnings in the same order), started while the liveness
+    sweep runs in its own process: allocsites-sweep and the symbolizer's
+    allocsites-read --lines then share the two cores. None with --phase
+    (fold then resolves that phase's frames only). The caller joins it
+    before anything else uses the symbolizer; a failure here is left
+    for fold to meet again and report."""
+    if getattr(opts, "phase", None):
+        return None
+    raws = {raw for frames, _ in tally.entries(mode) for raw in frames}
+
+    def resolve():
+        try:
+            symbolizer.resolve(raws)
+        except Exception:   # noqa: BLE001 -- fold resolves them again
+            pass
+    thread = threading.Thread(target=resolve, daemon=True)
+    thread.start()
+    return thread
+
+
 def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
                  read_errors=(), interrupted=False, build_ids=None,
                  attached=False, tail_cut=False, unwind=None, unseen=(),
@@ -116,8 +139,11 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
     warnings = []
     phase_names = liveview.phase_names(tally, symbolizer)
     bad_options = []   # option values that name nothing: exit status 2
+    ahead = resolve_ahead(tally, opts, symbolizer, mode)
     sweep, live_summary, entries, live, selected = liveness_of(
         tally, opts, phase_names, mode, warnings, bad_options)
+    if ahead is not None:
+        ahead.join()
     guest_view = None
     if getattr(opts, "guest", None):
         guest_view = guest.GuestView(tally.guests, guest.dispatch_regex(
