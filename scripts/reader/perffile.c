@@ -12,8 +12,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-/* the buffer-less API (ZSTD_decompressContinue): exported by libzstd.so */
-#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
 #define FEAT_TRACING_DATA 1
@@ -456,37 +454,12 @@ int parse_sample(const struct perffile *pf, const u8 *rec, u32 size,
 	return 0;
 }
 
-/* The decompressed records not yet walked: buf[start, fill) of cur.
- *
- * perf record -z writes one zstd frame for the whole session, cut into
- * PERF_RECORD_COMPRESSED records at arbitrary points, so it must be
- * decompressed as one stream. ZSTD_decompressStream decodes into a
- * window of its own and copies out: 8 KiB of stack copy per sample, that
- * copy was 40% of the decompressing thread (perf record of the reader).
- * So the blocks are decoded with zstd's buffer-less API
- * (ZSTD_decompressContinue) straight into our buffers, which then serve
- * as zstd's window: a block's matches reach back at most windowSize,
- * into the current buffer or the one before it (zstd's "extDict": the
- * previous contiguous output), which is kept (prev) until the next
- * switch. That holds when a buffer's decoded bytes cover a window
- * (WINDOW_MAX); a frame with a larger window (a high --compression-
- * level) is decoded with ZSTD_decompressStream as before. */
+/* The decompressed records not yet walked: buf[start, fill) of cur. */
 struct zout {
-	struct buf *cur, *prev;
+	struct buf *cur;
 	u8 *buf;
 	size_t start, fill;
-	int mode;               /* Z_START, Z_BLOCKS, Z_STREAM */
-	size_t block_max;       /* the frame's largest decoded block */
-	u8 *stage;              /* input of one step split across records */
-	size_t staged;
 };
-
-enum { Z_START, Z_BLOCKS, Z_STREAM };
-/* the largest compressed step: a block (at most 128 KiB) and its header */
-#define STAGE_SIZE ((128u << 10) + 64)
-/* a buffer switch keeps a record's partial head (< 64 KiB) and leaves
- * at most block_max (<= 128 KiB) unused: the rest must cover a window */
-#define WINDOW_MAX (OUT_SIZE - (256u << 10))
 
 /* Walks records in buf[0, n); returns the bytes consumed (whole records),
  * or -1 after a record too small to be one. */
@@ -494,184 +467,48 @@ static long walk(struct perffile *pf, const u8 *buf, size_t n,
 		 record_fn fn, void *ctx, ZSTD_DCtx *dctx, struct zout *z,
 		 char *err, size_t errlen);
 
-/* A fresh buffer for z, the partial record at the end of the current
- * one moved to its front; the current one is kept as prev when it is
- * zstd's window (Z_BLOCKS). Records queued in a buffer keep it until
- * they are delivered (buf.c). */
-static int next_buffer(struct perffile *pf, struct zout *z, char *err,
-		       size_t errlen)
-{
-	struct buf *next = buf_get();
-	if (!next)
-		return fail(err, errlen, "%s: out of memory", pf->path);
-	memcpy(buf_data(next), z->buf + z->start, z->fill - z->start);
-	z->fill -= z->start;
-	z->start = 0;
-	buf_release(z->prev);
-	z->prev = NULL;
-	if (z->mode == Z_BLOCKS)
-		z->prev = z->cur;
-	else
-		buf_release(z->cur);
-	z->cur = next;
-	z->buf = buf_data(next);
-	return 0;
-}
-
-static int damaged(struct perffile *pf, char *err, size_t errlen)
-{
-	snprintf(err, errlen, "%s: the compressed record at offset %llu does "
-		 "not decompress (the file is damaged)", pf->path,
-		 (unsigned long long)pf->at);
-	return -1;
-}
-
-/* Walks the records decoded so far; -1 on a damaged one. */
-static int walk_decoded(struct perffile *pf, struct zout *z, record_fn fn,
-			void *ctx, char *err, size_t errlen)
-{
-	long used = walk(pf, z->buf + z->start, z->fill - z->start, fn, ctx,
-			 NULL, z, err, errlen);
-	if (used < 0)
-		return -1;
-	z->start += (size_t)used;
-	return 0;
-}
-
-/* The streaming path: zstd's own window, copied out into ours. */
-static int decompress_stream(struct perffile *pf, const u8 *src, size_t n,
-			     ZSTD_DCtx *dctx, struct zout *z, record_fn fn,
-			     void *ctx, char *err, size_t errlen)
+static int decompress(struct perffile *pf, const u8 *src, size_t n,
+		      ZSTD_DCtx *dctx, struct zout *z, record_fn fn,
+		      void *ctx, char *err, size_t errlen)
 {
 	ZSTD_inBuffer in = { src, n, 0 };
 	while (in.pos < in.size) {
 		/* A new buffer only when the end is near (zstd writes a
 		 * block at a time): the partial record at the end moves. */
-		if (OUT_SIZE - z->fill < (256u << 10) &&
-		    next_buffer(pf, z, err, errlen))
-			return -1;
+		if (OUT_SIZE - z->fill < (256u << 10)) {
+			/* a fresh buffer: records queued in this one keep
+			 * it until they are delivered (buf.c) */
+			struct buf *next = buf_get();
+			if (!next)
+				return fail(err, errlen, "%s: out of memory",
+					    pf->path);
+			memcpy(buf_data(next), z->buf + z->start,
+			       z->fill - z->start);
+			z->fill -= z->start;
+			z->start = 0;
+			buf_release(z->cur);
+			z->cur = next;
+			z->buf = buf_data(next);
+		}
 		ZSTD_outBuffer o = { z->buf, OUT_SIZE, z->fill };
 		size_t r = ZSTD_decompressStream(dctx, &o, &in);
-		if (ZSTD_isError(r))
-			return damaged(pf, err, errlen);
+		if (ZSTD_isError(r)) {
+			snprintf(err, errlen, "%s: the compressed record at "
+				 "offset %llu does not decompress (the file is "
+				 "damaged)", pf->path,
+				 (unsigned long long)pf->at);
+			return -1;
+		}
 		pf->decompressed += o.pos - z->fill;
 		z->fill = o.pos;
-		size_t before = z->start;
-		if (walk_decoded(pf, z, fn, ctx, err, errlen))
+		long used = walk(pf, z->buf + z->start, z->fill - z->start, fn,
+				 ctx, NULL, z, err, errlen);
+		if (used < 0)
 			return -1;
-		if (o.pos == o.size && z->start == before && z->start == 0)
+		z->start += (size_t)used;
+		if (o.pos == o.size && used == 0 && z->start == 0)
 			return fail(err, errlen, "%s: a decompressed record "
 				    "is larger than any perf writes", pf->path);
-	}
-	return 0;
-}
-
-/* At a frame's start (the first bytes of src): blocks when its window
- * fits our buffers, else the stream. 1: decided; 0: too few bytes yet. */
-static int choose_mode(struct zout *z, const u8 *src, size_t n,
-		       ZSTD_DCtx *dctx)
-{
-	ZSTD_frameHeader fh;
-	size_t r = ZSTD_getFrameHeader(&fh, src, n);
-	if (r > 0 && !ZSTD_isError(r) && n < 32)
-		return 0;
-	if (!ZSTD_isError(r) && fh.frameType == ZSTD_frame &&
-	    fh.windowSize <= WINDOW_MAX && fh.blockSizeMax <= (128u << 10) &&
-	    !ZSTD_isError(ZSTD_decompressBegin(dctx))) {
-		z->mode = Z_BLOCKS;
-		z->block_max = fh.blockSizeMax;
-	} else {
-		/* damaged headers too: the stream says so in its words */
-		z->mode = Z_STREAM;
-		ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only);
-	}
-	return 1;
-}
-
-/* One step of the buffer-less API on exactly need bytes at src. */
-static int block_step(struct perffile *pf, const u8 *src, size_t need,
-		      ZSTD_DCtx *dctx, struct zout *z, record_fn fn,
-		      void *ctx, char *err, size_t errlen)
-{
-	ZSTD_nextInputType_e t = ZSTD_nextInputType(dctx);
-	if ((t == ZSTDnit_block || t == ZSTDnit_lastBlock) &&
-	    OUT_SIZE - z->fill < z->block_max + 1 &&
-	    next_buffer(pf, z, err, errlen))
-		return -1;
-	size_t r = ZSTD_decompressContinue(dctx, z->buf + z->fill,
-					   OUT_SIZE - z->fill, src, need);
-	if (ZSTD_isError(r))
-		return damaged(pf, err, errlen);
-	if (!r)
-		return 0;
-	pf->decompressed += r;
-	z->fill += r;
-	size_t before = z->start;
-	if (walk_decoded(pf, z, fn, ctx, err, errlen))
-		return -1;
-	if (z->start == before && z->start == 0 &&
-	    OUT_SIZE - z->fill < z->block_max + 1)
-		return fail(err, errlen, "%s: a decompressed record is larger "
-			    "than any perf writes", pf->path);
-	return 0;
-}
-
-static int decompress(struct perffile *pf, const u8 *src, size_t n,
-		      ZSTD_DCtx *dctx, struct zout *z, record_fn fn,
-		      void *ctx, char *err, size_t errlen)
-{
-	while (n) {
-		if (z->mode == Z_STREAM)
-			return decompress_stream(pf, src, n, dctx, z, fn, ctx,
-						 err, errlen);
-		if (z->mode == Z_START) {
-			/* the frame's header may span records: staged until
-			 * it is whole (at most 18 bytes) */
-			size_t take = 32 - z->staged < n ? 32 - z->staged : n;
-			memcpy(z->stage + z->staged, src, take);
-			if (!choose_mode(z, z->stage, z->staged + take, dctx)) {
-				z->staged += take;
-				src += take;
-				n -= take;
-				continue;
-			}
-			/* decided: the bytes staged for it go through first */
-			u8 head[32];
-			size_t staged = z->staged;
-			memcpy(head, z->stage, staged);
-			z->staged = 0;
-			if (staged && decompress(pf, head, staged, dctx, z, fn,
-						 ctx, err, errlen))
-				return -1;
-			continue;
-		}
-		size_t need = ZSTD_nextSrcSizeToDecompress(dctx);
-		if (need == 0) {   /* the frame ended: another may follow */
-			z->mode = Z_START;
-			continue;
-		}
-		if (need > STAGE_SIZE)
-			return damaged(pf, err, errlen);
-		if (!z->staged && n >= need) {
-			/* the whole step inside this record: no copy */
-			if (block_step(pf, src, need, dctx, z, fn, ctx, err,
-				       errlen))
-				return -1;
-			src += need;
-			n -= need;
-			continue;
-		}
-		size_t take = need - z->staged < n ? need - z->staged : n;
-		memcpy(z->stage + z->staged, src, take);
-		z->staged += take;
-		src += take;
-		n -= take;
-		if (z->staged == need) {
-			z->staged = 0;
-			if (block_step(pf, z->stage, need, dctx, z, fn, ctx,
-				       err, errlen))
-				return -1;
-		}
 	}
 	return 0;
 }
@@ -711,14 +548,14 @@ int perffile_records(struct perffile *pf, record_fn fn, void *ctx,
 		     char *err, size_t errlen)
 {
 	u8 *in = malloc(IN_SIZE);
-	struct zout z = { .cur = buf_get(), .stage = malloc(STAGE_SIZE) };
+	struct zout z = { buf_get(), NULL, 0, 0 };
 	z.buf = z.cur ? buf_data(z.cur) : NULL;
 	ZSTD_DCtx *dctx = ZSTD_createDCtx();
 	size_t fill = 0;
 	u64 left = pf->data_size;
 	pf->walk_base = pf->data_offset;
 	int rc = 0;
-	if (!in || !z.buf || !z.stage || !dctx || fseeko(pf->f, (off_t)pf->data_offset,
+	if (!in || !z.buf || !dctx || fseeko(pf->f, (off_t)pf->data_offset,
 					   SEEK_SET)) {
 		rc = fail(err, errlen, "%s: cannot read its data", pf->path);
 		goto done;
@@ -756,8 +593,6 @@ done:
 	pf->stream_tail = z.fill - z.start;
 	ZSTD_freeDCtx(dctx);
 	free(in);
-	free(z.stage);
 	buf_release(z.cur);
-	buf_release(z.prev);
 	return rc;
 }
