@@ -91,18 +91,34 @@ class FormsTest(unittest.TestCase):
                      "--tag", "a,b", "--skip", "^x$", "--skip", "y"])
         self.assertEqual((inv.form, inv.input, inv.jobs, inv.program),
                          ("report", "run.data", 2, None))
-        self.assertEqual(options.parse(inv.report_args).skip, ["^x$", "y"])
-        self.assertEqual(options.parse(inv.report_args).tag, ["a", "b"])
-        self.assertEqual(options.parse(inv.report_args).top, 5)
+        self.assertEqual(inv.report.skip, ["^x$", "y"])
+        self.assertEqual(inv.report.tag, ["a", "b"])
+        self.assertEqual(inv.report.top, 5)
+
+    def test_report_options_are_parsed_once_as_the_workers_would(self):
+        # The typed options the command takes are those a perf script
+        # worker parses from report_argv: the two entries cannot differ.
+        argv = ["report", "--json", "j", "--folded", "f", "--svg", "s",
+                "--csv", "c", "--pprof", "p", "--weight", "count",
+                "--tag", "t,u", "--min-size", "3", "--depth", "4",
+                "--top", "5", "--skip", "k", "--skip", "l", "--title", "T",
+                "--stacks", "7", "--timeline", "tl.svg", "--sort", "peak",
+                "--phase", "lex", "--guest", "--guest-dispatch", "^v$",
+                "--save-profile", "doc.json"]
+        opts = parse(argv).report
+        self.assertEqual(vars(opts),
+                         vars(options.parse(options.report_argv(opts))))
+        self.assertEqual(set(vars(opts)), set(vars(options.parse([]))))
+        self.assertEqual(opts.tag, ["t", "u"])
 
     def test_one_command_puts_the_flame_graph_beside_the_recording(self):
         inv = parse(["-o", "c.data", "--top", "10", "--", "prog", "--top"])
         self.assertEqual(inv.form, "profile")
         self.assertEqual(inv.record.output, "c.data")
         self.assertEqual(inv.program, ["prog", "--top"])
-        self.assertEqual(options.parse(inv.report_args).svg, "c.svg")
+        self.assertEqual(inv.report.svg, "c.svg")
         inv = parse(["--svg", "f.svg", "--", "prog"])
-        self.assertEqual(options.parse(inv.report_args).svg, "f.svg")
+        self.assertEqual(inv.report.svg, "f.svg")
 
     def test_report_argv_gives_back_every_report_option(self):
         # A report option that report_argv does not know would be lost on

@@ -201,8 +201,9 @@ def render_from(path, workdir, argv):
     out, err = io.StringIO(), io.StringIO()
     try:
         status = command.render_saved(
-            path, list(argv) + [a for flag, name in FILES
-                                for a in (flag, name)], out, err)
+            path, options.parse(list(argv) + [a for flag, name in FILES
+                                              for a in (flag, name)]),
+            out, err)
     finally:
         os.chdir(cwd)
     return collect(workdir, out, err), status
@@ -284,8 +285,8 @@ class FromDocument(unittest.TestCase):
             os.chdir(plain)
             try:
                 out, err = io.StringIO(), io.StringIO()
-                status = command.render_saved(doc, ["--json", "out.json"],
-                                              out, err)
+                status = command.render_saved(
+                    doc, options.parse(["--json", "out.json"]), out, err)
             finally:
                 os.chdir(cwd)
             self.assertEqual(status, 0)

@@ -22,10 +22,11 @@ USAGE = parsers.USAGE
 # scripts/allocsites.py's).
 INCOMPLETE = 3
 
-def report(data, report_args, stdout=None, jobs=None, err=None):
+def report(data, opts, stdout=None, jobs=None, err=None):
     """Reports the recording at data: read/reading.py reads it (the native
     reader, or perf script workers running allocsites.py on time ranges
-    of it), this process writes the outputs from the tally. jobs: the
+    of it), this process writes the outputs from the tally. opts: the
+    report options (options.report_options, parsed once). jobs: the
     number of workers (None: one per CPU, within limits). Returns 0
     (complete, or not checked), 3 when the profile is incomplete (events
     missing, or part of the recording not read: the report says which), 1
@@ -37,7 +38,6 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     # report; the cyclic GC would keep rescanning the tallies' stacks
     # (bench/report_throughput.py), as in the workers (allocsites.py).
     gc.disable()
-    opts = options.parse(report_args, prog="allocsites report")
     perf = prerequisites.find_perf()
     datafile.check_perf_data(data)
     from .. import interrupts
@@ -46,20 +46,21 @@ def report(data, report_args, stdout=None, jobs=None, err=None):
     # files, removed when interrupted, renamed at the end).
     try:
         with interrupts.Raised():
-            return _report(data, report_args, opts, perf, stdout, jobs, err)
+            return _report(data, opts, perf, stdout, jobs, err)
     except interrupts.Interrupted as e:
         err.write("allocsites: report interrupted; nothing written\n")
         return 128 + e.sig
 
 
-def _report(data, report_args, opts, perf, stdout, jobs, err):
+def _report(data, opts, perf, stdout, jobs, err):
     from ..read import reading
     from .. import pipeline
     from ..read.tally import Tally
     probed = buildids.read_buildids(data)   # {binary: build-ids}, or {}
     try:
         got = reading.read_recording(
-            data, report_args, lambda: Tally(opts.min_size), perf,
+            data, options.report_argv(opts), lambda: Tally(opts.min_size),
+            perf,
             ENTRY_SCRIPT, probed, jobs=jobs, err=err)
     except reading.ReaderFailed as e:
         raise RecordError(str(e))
@@ -80,8 +81,8 @@ def _report(data, report_args, opts, perf, stdout, jobs, err):
     return INCOMPLETE if rep.verdict.complete is False else 0
 
 
-def render_saved(path, report_args, stdout=None, err=None):
-    """allocsites report --from PATH: the outputs report_args ask for,
+def render_saved(path, opts, stdout=None, err=None):
+    """allocsites report --from PATH: the outputs opts ask for,
     rendered from the profile document at path (--save-profile), as the
     recording's report wrote them. The same statuses as report: 0, 3
     (incomplete), 2 (the document was made with a --tag or --phase that
@@ -90,7 +91,6 @@ def render_saved(path, report_args, stdout=None, err=None):
     from ..render import outputs
     stdout = stdout or sys.stdout
     err = err or sys.stderr
-    opts = options.parse(report_args, prog="allocsites report")
     try:
         rep = document.load(path)
     except document.BadDocument as e:
@@ -247,13 +247,13 @@ def dispatch(argv):
         sys.stdout.write(USAGE)
         return 0
     if inv.form == "report":
-        return report(inv.input, inv.report_args, jobs=inv.jobs)
+        return report(inv.input, inv.report, jobs=inv.jobs)
     if inv.form == "render":
-        return render_saved(inv.input, inv.report_args)
+        return render_saved(inv.input, inv.report)
     if inv.form == "diff":
         return run_diff(inv.report)
     if inv.form == "record":
         return recording.record(inv.record, inv.program)
     status = recording.record(inv.record, inv.program)
-    report_status = report(inv.record.output, inv.report_args, jobs=inv.jobs)
+    report_status = report(inv.record.output, inv.report, jobs=inv.jobs)
     return report_status or status

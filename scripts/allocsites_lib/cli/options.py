@@ -186,8 +186,28 @@ def check_render_only(opts):
                 "recording" % (flag(dest), flag(dest)))
 
 
+def report_options(ns):
+    """The report options of a command line parsed once (parsers.py), as
+    the typed object `allocsites report` and the perf-script entry take:
+    a Namespace of exactly parse()'s dests, as parse() gives them (its
+    defaults where ns has none, --tag's lists split at commas), without
+    a round trip through argv. Only a perf script worker, another
+    process, gets them as argv (report_argv)."""
+    out = parser().parse_args([])
+    for dest in vars(out):
+        if hasattr(ns, dest):
+            setattr(out, dest, getattr(ns, dest))
+    if out.tag is not None:
+        out.tag = [t for arg in out.tag for t in arg.split(",") if t]
+        if not out.tag:
+            raise UsageError("--tag %r names no tag" % ",".join(ns.tag))
+    return out
+
+
 def report_argv(opts):
-    """The report options of a parsed Namespace, as argv."""
+    """The report options of a parsed Namespace, as argv: for the perf
+    script workers (read/workers.py), which perf starts as processes of
+    their own with allocsites.py and its arguments."""
     out = []
     for dest, flag, kind in REPORT_FLAGS:
         value = getattr(opts, dest, None)

@@ -156,10 +156,10 @@ def diff_parser():
 # "diff"; record: the record options (output, stack_size, libs, frees,
 # sample, pid, duration) or None; input: the recording to report (report
 # form), the profile document (render form); jobs: -j or None;
-# report_args: the report options as argv (for the perf script workers);
-# program: PROG's argv.
+# report: the report options (options.report_options: typed, parsed
+# once), or diff's options in the diff form; program: PROG's argv.
 Invocation = collections.namedtuple(
-    "Invocation", "form record input jobs report report_args program")
+    "Invocation", "form record input jobs report program")
 
 
 def bytes_value(flag):
@@ -366,7 +366,7 @@ def parse(argv):
         return None
     if argv[0] == "diff":
         opts = diff_parser().parse_args(argv[1:])
-        return Invocation("diff", None, None, None, opts, [], None)
+        return Invocation("diff", None, None, None, opts, None)
     form = argv[0] if argv[0] in ("record", "report") else "profile"
     args = argv[1:] if form != "profile" else argv
     if form == "record":
@@ -407,18 +407,16 @@ def parse(argv):
         return _render_invocation(opts)
     if form == "report" and opts.input is None:
         opts.input = "perf.data"
-    report_args = options.report_argv(opts) if form != "record" else []
     if form == "profile" and opts.svg is None:
         opts.svg = os.path.splitext(opts.output)[0] + ".svg"
-        report_args += ["--svg", opts.svg]
+    report = None
     if form != "record":
         options.check_outputs(opts)
         options.check_not_input(opts, opts.input if form == "report"
                                 else opts.output)
+        report = options.report_options(opts)
     return Invocation(form, record, getattr(opts, "input", None),
-                      getattr(opts, "jobs", None),
-                      opts if form != "record" else None, report_args,
-                      program)
+                      getattr(opts, "jobs", None), report, program)
 
 
 def _render_invocation(opts):
@@ -432,5 +430,5 @@ def _render_invocation(opts):
     options.check_render_only(opts)
     options.check_outputs(opts)
     options.check_not_input(opts, opts.from_profile, "profile document")
-    return Invocation("render", None, opts.from_profile, None, opts,
-                      options.report_argv(opts), None)
+    return Invocation("render", None, opts.from_profile, None,
+                      options.report_options(opts), None)
