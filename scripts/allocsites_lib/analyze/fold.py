@@ -1,8 +1,10 @@
-"""Events -> per-call-site tallies and folded stacks.
+"""A Tally folded into call sites and stacks: the report's Profile.
 
-Two stages, so the per-event work inside perf stays a dict update:
-  1. Tally.add(event): counts identical raw stacks (tuples of RawFrame)
-     per tag; nothing is symbolized yet.
+Two stages, so the per-event work stays a count (in C, or a dict update
+inside perf):
+  1. the read stage's Tally (read/tally.py, scripts/reader/tally.c):
+     counts identical raw stacks (tuples of RawFrame) per tag; nothing is
+     symbolized yet.
   2. fold(tally, symbolizer, ...): symbolizes each distinct frame once,
      expands inlines, finds each stack's call site and sums per site.
 
