@@ -102,13 +102,23 @@ def tag_selected(tag, names, tags):
     return tags is None or tag_label(tag, names) in tags or str(tag) in tags
 
 
+def leading_skipped(functions, skip_re):
+    """How many of functions, from the first, are wrappers skip_re (--skip,
+    RT_SKIP) names: the one rule of what a wrapper is, for fold's sites
+    and pprof's locations (pprofdata.py)."""
+    k = 0
+    if skip_re is not None:
+        while k < len(functions) and skip_re.search(functions[k] or ""):
+            k += 1
+    return k
+
+
 def call_site_stack(logical, skip_re):
     """Source frames from the call site outwards (drops the probe's function
     and the wrappers --skip names)."""
-    rest = list(logical[1:])
-    while rest and skip_re is not None and skip_re.search(rest[0].function):
-        rest.pop(0)
-    return tuple(rest)
+    rest = logical[1:]
+    return tuple(rest[leading_skipped([f.function for f in rest],
+                                      skip_re):])
 
 
 def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,

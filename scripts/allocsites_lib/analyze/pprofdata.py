@@ -31,7 +31,7 @@ import re
 
 from ..read import elf as elfmod
 from ..read.parse import guest_of
-from .fold import tag_label, tag_selected
+from .fold import leading_skipped, tag_label, tag_selected
 from .guest import GUEST_DSO, INTERPRETER
 from .symbolize import bare_function
 
@@ -103,18 +103,20 @@ class Locations:
         return self._native_ids(raws)
 
     def _native_ids(self, raws):
-        skip_re = self.skip_re
-        if skip_re is None:
+        """fold's rule (leading_skipped) on the stack's lines, inlined
+        ones expanded; the first line it keeps starts the first Location
+        (its raw frame's address, less the lines skipped)."""
+        if self.skip_re is None:
             return [self.location_id(raw) for raw in raws]
-        for i, raw in enumerate(raws):
-            lines = self.symbolizer.frames(raw)
-            k = 0
-            while k < len(lines) and skip_re.search(lines[k].function or ""):
-                k += 1
-            if k < len(lines):
-                return [self.location_id(raw, k)] + \
-                    [self.location_id(r) for r in raws[i + 1:]]
-        return [self.location_id(raw) for raw in raws]
+        where = [(i, j) for i, raw in enumerate(raws)
+                 for j in range(len(self.symbolizer.frames(raw)))]
+        k = leading_skipped([self.symbolizer.frames(raws[i])[j].function
+                             for i, j in where], self.skip_re)
+        if k == len(where):   # all of them: kept whole, as fold keeps it
+            return [self.location_id(raw) for raw in raws]
+        i, drop = where[k]
+        return [self.location_id(raws[i], drop)] + \
+            [self.location_id(r) for r in raws[i + 1:]]
 
     def tables(self):
         """(mappings, locations, functions) as the profile's lists."""
