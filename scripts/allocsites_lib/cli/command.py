@@ -1,6 +1,7 @@
 """The allocsites command: record, report, or both in one go. The
 command line is parsers.py's; this module does the work."""
 
+import argparse
 import gc
 import json
 import os
@@ -182,9 +183,9 @@ def run_diff(opts, out=sys.stdout):
     def report_recording(path):
         with tempfile.TemporaryDirectory(prefix="allocsites-diff-") as tmp:
             js = os.path.join(tmp, "r.json")
-            status = report(path, ["--json", js] +
-                            (["--guest"] if opts.guest else []),
-                            stdout=io.StringIO())
+            status = report(path, options.report_options(
+                argparse.Namespace(json=js, guest=bool(opts.guest))),
+                stdout=io.StringIO())
             if not os.path.exists(js):
                 raise RecordError("cannot report %s (status %d)"
                                   % (path, status))
