@@ -197,10 +197,7 @@ def report_options(ns):
     for dest in vars(out):
         if hasattr(ns, dest):
             setattr(out, dest, getattr(ns, dest))
-    if out.tag is not None:
-        out.tag = [t for arg in out.tag for t in arg.split(",") if t]
-        if not out.tag:
-            raise UsageError("--tag %r names no tag" % ",".join(ns.tag))
+    split_tags(out)
     return out
 
 
@@ -224,13 +221,18 @@ def report_argv(opts):
 def parse(argv, prog="allocsites.py"):
     """argv -> argparse.Namespace; raises UsageError with one line."""
     opts = parser(prog).parse_args(argv)
+    split_tags(opts)
+    check_outputs(opts)
+    return opts
+
+
+def split_tags(opts):
+    """--tag's values split at commas, in place; UsageError for none."""
     if opts.tag is not None:
         tags = [t for arg in opts.tag for t in arg.split(",") if t]
         if not tags:   # --tag "" (an empty variable): not "every tag"
             raise UsageError("--tag %r names no tag" % ",".join(opts.tag))
         opts.tag = tags
-    check_outputs(opts)
-    return opts
 
 
 def check_outputs(opts):
