@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from allocsites_lib.read import (hotpath, parse, perfrun,  # noqa: E402
                                  perfstderr, worker_files)
 from allocsites_lib.cli import options  # noqa: E402
+from allocsites_lib.errors import StageError  # noqa: E402
 from allocsites_lib.read.tally import Tally  # noqa: E402
 
 
@@ -170,6 +171,8 @@ class Run:
             status = 0
         except options.UsageError as e:   # --weight peak without frees...
             _fail("%s" % e, 2)
+        except StageError as e:   # allocsites-sweep not built, or failed
+            _fail("error: %s" % e, 1)
         except OSError as e:
             _fail("%s" % e, 1)
         except Exception as e:  # noqa: BLE001

@@ -1,5 +1,5 @@
-/* allocsites-sweep - the exact-mode liveness sweep of an EventLog
- * (scripts/allocsites_lib/read/eventlog.py), for liveness.native_sweep.
+/* allocsites-sweep - the liveness sweep of an EventLog
+ * (scripts/allocsites_lib/read/eventlog.py), for analyze/nativesweep.py.
  *
  * The log's columns are in a file the caller hands over as an open
  * descriptor (the spill file, unlinked); stdin says where:
@@ -10,6 +10,7 @@
  *                           memory but count in no code's ec/eb
  *   series 0|1              1: each point names every key's live bytes
  *                           (a timeline of sites); 0: totals only
+ *   sampled 0|1             1: sampled mode (rt:sample, rt:sample_free)
  *   times K t1 .. tK        the timeline's sample times, ascending
  *   chunks M
  *   OFFSET L0 .. L7         M lines: a chunk's offset and the lengths of
@@ -19,9 +20,9 @@
  *
  * stdout, one record a line (sweep.c's sweep_log): plan, P (a point of
  * the timeline), B (live bytes of a key at the peak), C (a code's
- * counters), S (a phase slot's), U (a run), O (a run open at its
- * process's end), R (the totals), end. Exit 0, or 1 with one line on
- * stderr. */
+ * counters; sampled mode: K at the peak, F counted, L leaked), S (a
+ * phase slot's), U (a run), O (a run open at its process's end), R (the
+ * totals), end. Exit 0, or 1 with one line on stderr. */
 #include "sweep.h"
 
 #include <errno.h>
@@ -108,6 +109,8 @@ int main(void)
 	log.min_size = read_u64();
 	expect("series");
 	log.series = read_u64() != 0;
+	expect("sampled");
+	log.sampled = read_u64() != 0;
 	expect("times");
 	ntimes = read_u64();
 	times = xmalloc((ntimes + 1) * sizeof *times);

@@ -12,9 +12,9 @@
  * liveness.py shares one tuple). Counted, so that a record nothing holds
  * any more is given back and the table stays the size of what is live. */
 
-static u64 rec_hash(u64 size, u32 ci, u32 runs)
+static u64 rec_hash(u64 size, u64 osize, u32 ci, u32 runs)
 {
-	u64 h = size * 0x9E3779B97F4A7C15ull;
+	u64 h = (size ^ osize * 0xD6E8FEB86659FD93ull) * 0x9E3779B97F4A7C15ull;
 	h ^= ((u64)ci << 32 | runs) * 0xC2B2AE3D27D4EB4Full;
 	return h ^ (h >> 29);
 }
@@ -23,7 +23,7 @@ static void slots_put(struct recs *rs, u32 id)
 {
 	const struct rec *r = &rs->r[id];
 	u64 mask = rs->cap_slots - 1;
-	u64 i = rec_hash(r->size, r->ci, r->runs) & mask;
+	u64 i = rec_hash(r->size, r->osize, r->ci, r->runs) & mask;
 
 	while (rs->slots[i])
 		i = (i + 1) & mask;
@@ -45,7 +45,7 @@ static void slots_grow(struct recs *rs)
 	free(old);
 }
 
-u32 recs_get(struct recs *rs, u64 size, u32 ci, u32 runs)
+u32 recs_get(struct recs *rs, u64 size, u64 osize, u32 ci, u32 runs)
 {
 	u64 mask, i;
 	u32 id;
@@ -54,10 +54,11 @@ u32 recs_get(struct recs *rs, u64 size, u32 ci, u32 runs)
 	if ((rs->used_slots + 1) * 4 > rs->cap_slots * 3)
 		slots_grow(rs);
 	mask = rs->cap_slots - 1;
-	for (i = rec_hash(size, ci, runs) & mask; rs->slots[i];
+	for (i = rec_hash(size, osize, ci, runs) & mask; rs->slots[i];
 	     i = (i + 1) & mask) {
 		r = &rs->r[rs->slots[i] - 1];
-		if (r->size == size && r->ci == ci && r->runs == runs) {
+		if (r->size == size && r->osize == osize && r->ci == ci &&
+		    r->runs == runs) {
 			r->refs++;
 			return rs->slots[i] - 1;
 		}
@@ -75,6 +76,7 @@ u32 recs_get(struct recs *rs, u64 size, u32 ci, u32 runs)
 	}
 	r = &rs->r[id];
 	r->size = size;
+	r->osize = osize;
 	r->ci = ci;
 	r->runs = runs;
 	r->refs = 1;
@@ -90,12 +92,12 @@ void recs_unref(struct recs *rs, u32 id)
 
 	if (--r->refs)
 		return;
-	for (i = rec_hash(r->size, r->ci, r->runs) & mask;
+	for (i = rec_hash(r->size, r->osize, r->ci, r->runs) & mask;
 	     rs->slots[i] != id + 1; i = (i + 1) & mask)
 		;
 	for (j = (i + 1) & mask; rs->slots[j]; j = (j + 1) & mask) {
 		const struct rec *o = &rs->r[rs->slots[j] - 1];
-		h = rec_hash(o->size, o->ci, o->runs) & mask;
+		h = rec_hash(o->size, o->osize, o->ci, o->runs) & mask;
 		if (i <= j ? (h <= i || h > j) : (h <= i && h > j)) {
 			rs->slots[i] = rs->slots[j];
 			i = j;
@@ -145,6 +147,13 @@ u32 codes_get(struct codes *c, u64 code, u64 nkeys)
 		c->livec = xrealloc(c->livec, cap * sizeof *c->livec);
 		c->sc = xrealloc(c->sc, cap * sizeof *c->sc);
 		c->ep = xrealloc(c->ep, cap * sizeof *c->ep);
+		c->fc = xrealloc(c->fc, cap * sizeof *c->fc);
+		c->fw2 = xrealloc(c->fw2, cap * sizeof *c->fw2);
+		c->flc = xrealloc(c->flc, cap * sizeof *c->flc);
+		c->es = xrealloc(c->es, cap * sizeof *c->es);
+		c->first_es = xrealloc(c->first_es, cap * sizeof *c->first_es);
+		c->first_leak = xrealloc(c->first_leak,
+					 cap * sizeof *c->first_leak);
 		c->cap = (u32)cap;
 	}
 	ci = c->n++;
@@ -156,6 +165,9 @@ u32 codes_get(struct codes *c, u64 code, u64 nkeys)
 	c->liveb[ci] = c->sb[ci] = 0;
 	c->livec[ci] = c->sc[ci] = 0;
 	c->ep[ci] = 0;
+	c->fc[ci] = c->fw2[ci] = c->flc[ci] = 0;
+	c->es[ci] = 0;
+	c->first_es[ci] = c->first_leak[ci] = UINT64_MAX;   /* not yet */
 	return ci;
 }
 
@@ -165,6 +177,8 @@ void codes_free(struct codes *c)
 	free(c->code); free(c->k); free(c->ec); free(c->temp); free(c->lc);
 	free(c->pc); free(c->eb); free(c->lb); free(c->pb);
 	free(c->liveb); free(c->sb); free(c->livec); free(c->sc); free(c->ep);
+	free(c->fc); free(c->fw2); free(c->flc); free(c->es);
+	free(c->first_es); free(c->first_leak);
 	memset(c, 0, sizeof *c);
 }
 

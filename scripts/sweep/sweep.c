@@ -1,8 +1,12 @@
-/* sweep.c - the replay of liveness.py, in C: the plan scan (_Plan), the
- * main pass over every event (_Sweep.run) and the end (_Sweep.finish).
- * The state at the peak, which liveness.py gets from a replay up to it,
- * comes from the same pass (struct sweep's epochs). Each function names
- * the liveness.py method it follows; the comments there say why. */
+/* sweep.c - the liveness sweep: the plan scan, the main pass over every
+ * event, the end. Its rules are those of the Python sweep kept in the
+ * tests as their oracle (tests/oracle/liveness_py.py: _Plan, _Sweep.run,
+ * _Sweep.finish); each function names the method it follows, and the
+ * comments there say why. The state at the peak comes from the same
+ * pass (struct sweep's epochs); in sampled mode, whose counts are
+ * doubles, from a replay up to the peak, summed in the oracle's order
+ * (processes in the order first seen, allocations in the order made),
+ * so that the sums come out bit for bit the same. */
 #include "sweep.h"
 
 #include <stdlib.h>
@@ -51,6 +55,10 @@ struct sweep {
 	u64 ntimes, j;
 	FILE *out;
 	int series;                /* P lines name each key's bytes */
+	int sampled;               /* sampled mode (struct log) */
+	/* sampled mode's orders: processes first seen, allocations made,
+	 * codes' first sample, codes' first leak */
+	u64 proc_seq, alloc_seq, es_seq, leak_seq;
 };
 
 /* ------------------------------------------------------------ plan */
@@ -125,6 +133,7 @@ static struct proc *proc_get(struct sweep *s, i32 pid)
 		return (struct proc *)(uintptr_t)*slot;
 	pr = xcalloc(1, sizeof *pr);
 	pr->pid = pid;
+	pr->seq = s->proc_seq++;
 	*slot = (u64)(uintptr_t)pr;
 	return pr;
 }
@@ -307,9 +316,10 @@ static int release_one(u64 ptr, u32 id, void *arg)
 {
 	struct release_arg *ra = arg;
 
-	(void)ptr;
 	forget(ra->s, ra->pr, id);
 	recs_unref(&ra->s->recs, id);
+	if (ra->s->sampled)
+		u64map_del(&ra->pr->order, ptr);
 	return 1;
 }
 
@@ -324,6 +334,83 @@ static void release(struct sweep *s, struct proc *pr, u64 base, u64 len)
 		    release_one, &ra);
 }
 
+/* ------------------------------------------------------------ orders */
+
+double divide(u64 a, u64 b)
+{
+	if (a < 1ull << 53 && b < 1ull << 53)
+		return (double)a / (double)b;
+	return (double)((long double)a / (long double)b);
+}
+
+/* a record's allocation count: 1, or in sampled mode weight / size */
+static double rec_count(const struct rec *r)
+{
+	return r->osize ? divide(r->size, r->osize) : 1;
+}
+
+struct made { u64 seq; u32 id; };
+
+static int cmp_made(const void *x, const void *y)
+{
+	u64 a = ((const struct made *)x)->seq, b = ((const struct made *)y)->seq;
+	return a < b ? -1 : a > b;
+}
+
+struct collect_arg { const struct u64map *order; struct made *v; u64 n; };
+
+static int collect_one(u64 ptr, u32 id, void *arg)
+{
+	struct collect_arg *ca = arg;
+	const u64 *seq = u64map_get(ca->order, ptr);
+
+	if (!seq)
+		die("a live allocation without its order");
+	ca->v[ca->n].seq = *seq;
+	ca->v[ca->n].id = id;
+	ca->n++;
+	return 0;
+}
+
+/* sampled mode: pr's live allocations in the order they were made (the
+ * order of the oracle's dict); *n of them, the array is the caller's */
+static struct made *live_in_order(struct proc *pr, u64 *n)
+{
+	struct collect_arg ca = { &pr->order, NULL, 0 };
+
+	ca.v = xmalloc((pr->order.n + 1) * sizeof *ca.v);
+	ptrmap_each(&pr->live, 0, (unsigned __int128)1 << 64, collect_one,
+		    &ca);
+	if (ca.n != pr->order.n)
+		die("live allocations and their order differ");
+	qsort(ca.v, ca.n, sizeof *ca.v, cmp_made);
+	*n = ca.n;
+	return ca.v;
+}
+
+static int cmp_proc(const void *x, const void *y)
+{
+	u64 a = (*(struct proc *const *)x)->seq;
+	u64 b = (*(struct proc *const *)y)->seq;
+	return a < b ? -1 : a > b;
+}
+
+/* the processes in the order first seen; *n of them */
+static struct proc **procs_in_order(struct sweep *s, u64 *n)
+{
+	struct proc **v = xmalloc((s->procs.n + 1) * sizeof *v);
+	u64 i;
+
+	*n = 0;
+	for (i = 0; i < s->procs.cap; i++)
+		if (s->procs.used[i])
+			v[(*n)++] = (struct proc *)(uintptr_t)s->procs.vals[i];
+	qsort(v, *n, sizeof *v, cmp_proc);
+	return v;
+}
+
+/* ------------------------------------------------------------ the end */
+
 struct leak_arg { struct sweep *s; int drop; };
 
 static int leak_one(u64 ptr, u32 id, void *arg)
@@ -335,6 +422,11 @@ static int leak_one(u64 ptr, u32 id, void *arg)
 	(void)ptr;
 	s->codes.lb[r->ci] += r->size;
 	s->codes.lc[r->ci] += 1;
+	if (s->sampled) {
+		if (s->codes.first_leak[r->ci] == UINT64_MAX)
+			s->codes.first_leak[r->ci] = s->leak_seq++;
+		s->codes.flc[r->ci] += rec_count(r);
+	}
 	if (la->drop)
 		live_change(s, r->ci, r->size, -1);
 	return 0;
@@ -352,6 +444,7 @@ static void free_proc(struct sweep *s, struct proc *pr)
 	ptrmap_each(&pr->live, 0, (unsigned __int128)1 << 64, unref_one,
 		    &s->recs);
 	ptrmap_free(&pr->live);
+	u64map_free(&pr->order);
 	free(pr->open);
 	free(pr);
 }
@@ -400,7 +493,16 @@ static void proc_exit(struct sweep *s, struct proc *pr, i64 t, int drop)
 		}
 		free(tids);
 	}
-	ptrmap_each(&pr->live, 0, (unsigned __int128)1 << 64, leak_one, &la);
+	if (s->sampled) {   /* in the order made: the counts are doubles */
+		u64 n;
+		struct made *v = live_in_order(pr, &n);
+		for (i = 0; i < n; i++)
+			leak_one(0, v[i].id, &la);
+		free(v);
+	} else {
+		ptrmap_each(&pr->live, 0, (unsigned __int128)1 << 64,
+			    leak_one, &la);
+	}
 	s->committed_end += pr->commit;
 	if (drop) {
 		s->total -= pr->total;
@@ -441,6 +543,13 @@ static void run(struct sweep *s, const struct log *log, u64 stop)
 	i64 next_t = 0;
 	int has_next = s->j < s->ntimes;
 	u32 ch;
+	/* the mode's allocation, its free, and the other mode's allocation,
+	 * whose cursors into keyidx and sizes move on (the other mode's free
+	 * is ignored) */
+	const int sampled = s->sampled;
+	const u8 ak = sampled ? K_SAMPLE : K_ALLOC;
+	const u8 fk = sampled ? K_SAMPLE_FREE : K_FREE;
+	const u8 ok = sampled ? K_ALLOC : K_SAMPLE;
 
 	if (has_next)
 		next_t = s->times[s->j];
@@ -468,8 +577,8 @@ static void run(struct sweep *s, const struct log *log, u64 stop)
 				pr = proc_get(s, pid);
 				cpid = pid;
 			}
-			if (kind == K_ALLOC) {
-				u64 k, code;
+			if (kind == ak) {
+				u64 k, code, osize = 0;
 				u32 ci, id, tuple = 0, r, nr;
 				const u32 *runs;
 				struct ptrloc loc;
@@ -491,12 +600,33 @@ static void run(struct sweep *s, const struct log *log, u64 stop)
 					code += th->cbase;
 					tuple = th->tuple;
 				}
+				if (sampled) {
+					if (si >= c.nsizes)
+						die("chunk %u: more samples than "
+						    "sizes", ch);
+					osize = c.sizes[si++];
+					if (!osize || !b)
+						continue;   /* stands for nothing */
+				}
 				ci = codes_get(&s->codes, code, s->nkeys);
-				if (b >= log->min_size) {   /* --min-size */
-					s->codes.ec[ci]++;
+				if (sampled) {
+					if (osize >= log->min_size) {
+						struct codes *cs = &s->codes;
+						double cnt = divide(b, osize);
+						cs->fc[ci] += cnt;
+						cs->eb[ci] += b;
+						cs->fw2[ci] += cnt / (double)osize;
+						if (!cs->es[ci]++)
+							cs->first_es[ci] =
+								s->es_seq++;
+					}
+				} else if (b >= log->min_size) {   /* --min-size */
+					if (!s->codes.ec[ci]++)
+						s->codes.first_es[ci] =
+							s->es_seq++;
 					s->codes.eb[ci] += b;
 				}
-				id = recs_get(&s->recs, b, ci, tuple);
+				id = recs_get(&s->recs, b, osize, ci, tuple);
 				loc = ptrmap_find(&pr->live, a);
 				if (loc.g) {   /* its free was not seen: freed now */
 					u32 old = loc.g->rec[loc.pos];
@@ -505,7 +635,12 @@ static void run(struct sweep *s, const struct log *log, u64 stop)
 					recs_unref(&s->recs, old);
 					loc.g->rec[loc.pos] = id;
 				} else {
+					int fresh;
 					ptrmap_insert(&pr->live, a, id);
+					if (sampled)
+						*u64map_put(&pr->order, a,
+							    &fresh) =
+							s->alloc_seq++;
 				}
 				live_change(s, ci, b, 1);
 				nr = s->runs.tlen[tuple];
@@ -525,7 +660,7 @@ static void run(struct sweep *s, const struct log *log, u64 stop)
 				}
 				pr->last = a;
 				pr->has_last = 1;
-			} else if (kind == K_FREE) {
+			} else if (kind == fk) {
 				struct ptrloc loc = ptrmap_find(&pr->live, a);
 				if (!loc.g) {
 					s->un_n++;
@@ -537,11 +672,14 @@ static void run(struct sweep *s, const struct log *log, u64 stop)
 						s->codes.temp[s->recs.r[id].ci]++;
 					ptrmap_remove(&pr->live, loc);
 					recs_unref(&s->recs, id);
+					if (sampled)
+						u64map_del(&pr->order, a);
 				}
 				pr->has_last = 0;
-			} else if (kind == K_SAMPLE) {   /* sampled mode's */
+			} else if (kind == ok) {
 				ki++;
-				si++;
+				if (kind == K_SAMPLE)
+					si++;
 			} else if (kind == K_COMMIT) {
 				pr->commit += b;
 				s->ctotal += b;
@@ -576,7 +714,7 @@ static void run(struct sweep *s, const struct log *log, u64 stop)
 					pr = NULL;   /* the pid starts afresh */
 				}
 			}
-			/* K_SAMPLE_FREE: sampled mode's, ignored */
+			/* the other mode's free: ignored */
 		}
 		if (si > c.nsizes)
 			die("chunk %u: more samples than sizes", ch);
@@ -592,12 +730,12 @@ static void run(struct sweep *s, const struct log *log, u64 stop)
 /* _Sweep.finish: every process still running ends at the log's end */
 static void finish(struct sweep *s)
 {
-	u64 i;
+	u64 i, n;
+	struct proc **v = procs_in_order(s, &n);
 
-	for (i = 0; i < s->procs.cap; i++)
-		if (s->procs.used[i])
-			proc_exit(s, (struct proc *)(uintptr_t)s->procs.vals[i],
-				  s->last_time, 0);
+	for (i = 0; i < n; i++)
+		proc_exit(s, v[i], s->last_time, 0);
+	free(v);
 }
 
 static void drop_live(struct sweep *s)
@@ -639,6 +777,146 @@ static void put_line(FILE *f, const char *tag, int n, const i128 *v)
 	fputc('\n', f);
 }
 
+/* ------------------------------------------------------------ sampled */
+
+static void put_double(FILE *f, double v)
+{
+	fprintf(f, " %.17g", v);
+}
+
+/* K code peak_bytes peak_count: what was live at the peak, from a replay
+ * up to it (the oracle's live_by_code), in the order first met walking
+ * the processes and their allocations in order */
+static void sampled_peak(const struct log *log, const struct plan *p,
+			 u64 stop, FILE *out)
+{
+	struct sweep r;
+	struct u64map at = { 0 };   /* code -> index in the arrays below */
+	u64 *codes, ncodes = 0, np, i, j, n;
+	i128 *bytes;
+	double *count;
+	struct proc **procs;
+	int fresh;
+
+	sweep_init(&r, p, log->nkeys);
+	r.sampled = 1;
+	run(&r, log, stop);
+	codes = xmalloc((r.codes.n + 1) * sizeof *codes);
+	bytes = xcalloc(r.codes.n + 1, sizeof *bytes);
+	count = xcalloc(r.codes.n + 1, sizeof *count);
+	procs = procs_in_order(&r, &np);
+	for (i = 0; i < np; i++) {
+		struct made *v = live_in_order(procs[i], &n);
+		for (j = 0; j < n; j++) {
+			const struct rec *rec = &r.recs.r[v[j].id];
+			u64 code = r.codes.code[rec->ci];
+			u64 *slot = u64map_put(&at, code, &fresh);
+			if (fresh) {
+				*slot = ncodes;
+				codes[ncodes++] = code;
+			}
+			bytes[*slot] += rec->size;
+			count[*slot] += rec_count(rec);
+		}
+		free(v);
+	}
+	for (i = 0; i < ncodes; i++) {
+		fprintf(out, "K %llu ", (unsigned long long)codes[i]);
+		put_i128(out, bytes[i]);
+		put_double(out, count[i]);
+		fputc('\n', out);
+	}
+	free(procs);
+	free(codes);
+	free(bytes);
+	free(count);
+	u64map_free(&at);
+}
+
+static const u64 *order_key;
+
+static int cmp_by_key(const void *x, const void *y)
+{
+	u64 a = order_key[*(const u32 *)x], b = order_key[*(const u32 *)y];
+	return a < b ? -1 : a > b;
+}
+
+/* the codes with key[ci] set (not UINT64_MAX), ordered by it; *n */
+static u32 *codes_by(const struct codes *c, const u64 *key, u64 *n)
+{
+	u32 *v = xmalloc(((size_t)c->n + 1) * sizeof *v), i;
+
+	*n = 0;
+	for (i = 0; i < c->n; i++)
+		if (key[i] != UINT64_MAX)
+			v[(*n)++] = i;
+	order_key = key;
+	qsort(v, *n, sizeof *v, cmp_by_key);
+	return v;
+}
+
+/* F code count bytes count_by_size samples (the codes that counted a
+ * sample, in the order of the oracle's counters: by code where it keeps
+ * them in a list, up to 2^20 codes, else as first counted), then L code
+ * leaked_bytes leaked_count (as first leaked) */
+static void sampled_codes(const struct sweep *s, FILE *out)
+{
+	const struct codes *c = &s->codes;
+	u64 n, i, *key = xmalloc(((size_t)c->n + 1) * sizeof *key);
+	u32 *v;
+	int dense = s->nslots * s->nkeys <= (u64)1 << 20;
+
+	for (i = 0; i < c->n; i++)
+		key[i] = c->es[i] ? (dense ? c->code[i] : c->first_es[i]) :
+			UINT64_MAX;
+	v = codes_by(c, key, &n);
+	for (i = 0; i < n; i++) {
+		u32 ci = v[i];
+		fprintf(out, "F %llu", (unsigned long long)c->code[ci]);
+		put_double(out, c->fc[ci]);
+		fputc(' ', out);
+		put_i128(out, c->eb[ci]);
+		put_double(out, c->fw2[ci]);
+		fprintf(out, " %lld\n", (long long)c->es[ci]);
+	}
+	free(v);
+	v = codes_by(c, c->first_leak, &n);
+	for (i = 0; i < n; i++) {
+		u32 ci = v[i];
+		fprintf(out, "L %llu ", (unsigned long long)c->code[ci]);
+		put_i128(out, c->lb[ci]);
+		put_double(out, c->flc[ci]);
+		fputc('\n', out);
+	}
+	free(v);
+	free(key);
+}
+
+/* C code ec eb temp leaked_b leaked_c peak_b peak_c, for every code, in
+ * the order of the oracle's counters (as sampled_codes; the codes that
+ * counted nothing last) */
+static void exact_codes(const struct sweep *s, FILE *out)
+{
+	const struct codes *c = &s->codes;
+	u64 n, i, *key = xmalloc(((size_t)c->n + 1) * sizeof *key);
+	u32 *v;
+	int dense = s->nslots * s->nkeys <= (u64)1 << 20;
+
+	for (i = 0; i < c->n; i++)
+		key[i] = c->ec[i] ? (dense ? c->code[i] : c->first_es[i]) :
+			((u64)1 << 63) + i;
+	v = codes_by(c, key, &n);
+	for (i = 0; i < n; i++) {
+		u32 ci = v[i];
+		i128 f[7] = { c->ec[ci], c->eb[ci], c->temp[ci], c->lb[ci],
+			      c->lc[ci], c->pb[ci], c->pc[ci] };
+		fprintf(out, "C %llu", (unsigned long long)c->code[ci]);
+		put_line(out, "", 7, f);
+	}
+	free(v);
+	free(key);
+}
+
 void sweep_log(const struct log *log, const i64 *times, u64 ntimes, FILE *out)
 {
 	struct plan plan;
@@ -652,7 +930,8 @@ void sweep_log(const struct log *log, const i64 *times, u64 ntimes, FILE *out)
 	/* plan: has_release has_commit frees_recorded, then the phase ids */
 	fprintf(out, "plan %d %d %d", plan.seen[K_RELEASE],
 		plan.seen[K_COMMIT] || plan.seen[K_DECOMMIT],
-		plan.seen[K_RELEASE] || plan.seen[K_FREE]);
+		plan.seen[K_RELEASE] ||
+		plan.seen[log->sampled ? K_SAMPLE_FREE : K_FREE]);
 	for (i = 0; i < plan.nphases; i++)
 		fprintf(out, " %llu", (unsigned long long)plan.phase_ids[i]);
 	fputc('\n', out);
@@ -662,6 +941,7 @@ void sweep_log(const struct log *log, const i64 *times, u64 ntimes, FILE *out)
 	s.ntimes = ntimes;
 	s.out = out;
 	s.series = log->series;
+	s.sampled = log->sampled;
 	run(&s, log, total_events);
 	finish(&s);
 	drop_live(&s);
@@ -683,14 +963,13 @@ void sweep_log(const struct log *log, const i64 *times, u64 ntimes, FILE *out)
 		}
 	}
 
-	/* C code ec eb temp leaked_b leaked_c peak_b peak_c */
-	for (i = 0; i < s.codes.n; i++) {
-		i128 v[7] = { s.codes.ec[i], s.codes.eb[i], s.codes.temp[i],
-			      s.codes.lb[i], s.codes.lc[i], s.codes.pb[i],
-			      s.codes.pc[i] };
-		fprintf(out, "C %llu", (unsigned long long)s.codes.code[i]);
-		put_line(out, "", 7, v);
+	if (s.sampled) {
+		if (s.peak_i >= 0)
+			sampled_peak(log, &plan, (u64)s.peak_i + 1, out);
+		sampled_codes(&s, out);
 	}
+	if (!s.sampled)
+		exact_codes(&s, out);
 	/* S slot runs left phase_peak growth cgrowth */
 	for (i = 1; i < s.nslots; i++) {
 		i128 v[6] = { (i128)i, s.slot_runs[i], s.left[i],

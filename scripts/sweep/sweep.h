@@ -90,7 +90,9 @@ void ptrmap_each(struct ptrmap *m, u64 lo, unsigned __int128 hi,
 
 /* ------------------------------------------------------------ state.c */
 struct rec {        /* what liveness.py's live tuple holds */
-	u64 size;
+	u64 size;       /* bytes (sampled mode: the sample's weight) */
+	u64 osize;      /* sampled mode: the sampled object's size (its
+	                 * count is size / osize); 0 in exact mode */
 	u32 ci;         /* code index (struct codes) */
 	u32 runs;       /* run tuple id (struct runs) */
 	u32 refs;       /* live allocations that share it; 0: free slot */
@@ -104,7 +106,7 @@ struct recs {
 	u32 *slots;     /* dedup table of ids + 1, 0 empty */
 	u64 cap_slots, used_slots;
 };
-u32 recs_get(struct recs *rs, u64 size, u32 ci, u32 runs);
+u32 recs_get(struct recs *rs, u64 size, u64 osize, u32 ci, u32 runs);
 void recs_unref(struct recs *rs, u32 id);
 void recs_free(struct recs *rs);
 
@@ -119,6 +121,13 @@ struct codes {
 	i128 *liveb, *sb;
 	i64 *livec, *sc;
 	u64 *ep;
+	/* sampled mode: estimated counts (doubles, summed in liveness.py's
+	 * order so that they come out bit for bit the same), the sum of
+	 * count / size, the samples; when each code first counted a
+	 * sample and first leaked (the order of liveness.py's dicts) */
+	double *fc, *fw2, *flc;
+	i64 *es;
+	u64 *first_es, *first_leak;
 	u32 n, cap;
 };
 u32 codes_get(struct codes *c, u64 code, u64 nkeys);
@@ -139,12 +148,17 @@ u32 runs_tuple(struct runs *rs, const u32 *runs, u32 n);
 
 struct proc {
 	i32 pid;
+	u64 seq;        /* the order processes were first seen in */
 	i128 total, hw, commit;
 	u64 last;
 	int has_last;
 	u32 *open;
 	u32 nopen, capopen;
 	struct ptrmap live;
+	/* sampled mode: live pointer -> when it was allocated (an
+	 * allocation over a live pointer keeps the old one's), the order
+	 * of liveness.py's dict of live allocations */
+	struct u64map order;
 };
 
 struct thread {
@@ -168,6 +182,7 @@ struct log {
 	u32 nchunks;
 	u64 nkeys;
 	u64 min_size;   /* --min-size: counted in no code below it */
+	int sampled;    /* sampled mode: rt:sample and rt:sample_free */
 	int series;     /* the timeline's points name each key's bytes */
 };
 
@@ -183,5 +198,7 @@ void cols_read(const struct log *log, u32 c, struct cols *out);
 void sweep_log(const struct log *log, const i64 *times, u64 ntimes, FILE *out);
 
 void put_i128(FILE *f, i128 v);
+/* a / b rounded once, as Python's int / int (below 2^53 exactly) */
+double divide(u64 a, u64 b);
 
 #endif

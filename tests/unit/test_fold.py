@@ -425,7 +425,7 @@ class TrackedPhases(unittest.TestCase):
 
     def open_phases(self, t):
         from allocsites_lib.analyze import liveness
-        return liveness.sweep(t.log, "sampled", engine="python").open_phases
+        return liveness.sweep(t.log, "sampled").open_phases
 
     def test_a_phase_mark_ends_the_run(self):
         # rt__phase_mark (include/rt_probes.h): at a thread's end an
@@ -467,8 +467,7 @@ class TrackedPhases(unittest.TestCase):
                     self.sampled(events[cut:]))
                 self.assertEqual(self.open_phases(merged), [])
                 from allocsites_lib.analyze import liveness
-                sweep = liveness.sweep(merged.log, "sampled",
-                                       engine="python")
+                sweep = liveness.sweep(merged.log, "sampled")
                 self.assertEqual(   # each sample still in its own phase
                     {ph: st.bytes for ph, st in sweep.phases.items()},
                     {2: 8192, 1: 4096})

@@ -153,19 +153,14 @@ class Splicing(unittest.TestCase):
                     self.native(PROBE, MAIN, START), 4, 50))
         t.add(Event("free", 1, 1, 50, 0, None, (), 3, 60))
         t.add(Event("phase_end", 1, 1, 0, 4, None, (), None, 70))
-        for engine in ("python", "native"):
-            with self.subTest(engine=engine):
-                try:
-                    sweep = liveness.sweep(t.log, "exact", engine=engine)
-                except Exception as e:   # allocsites-sweep not built
-                    self.skipTest("%s sweep: %s" % (engine, e))
-                entries, live = liveview.selection(sweep, 4)
-                prof = fold.fold(t, self.sym, guest=guest.GuestView(DEFS),
-                                 entries=entries, live=live)
-                got = {s.frame.function: (s.count, s.bytes, s.leaked_bytes)
-                       for s in prof.sites}
-                self.assertEqual(got, {"inner": (2, 150, 100),
-                                       "[interpreter]": (1, 7, 7)})
+        sweep = liveness.sweep(t.log, "exact")
+        entries, live = liveview.selection(sweep, 4)
+        prof = fold.fold(t, self.sym, guest=guest.GuestView(DEFS),
+                         entries=entries, live=live)
+        got = {s.frame.function: (s.count, s.bytes, s.leaked_bytes)
+               for s in prof.sites}
+        self.assertEqual(got, {"inner": (2, 150, 100),
+                               "[interpreter]": (1, 7, 7)})
 
     def test_no_dispatch_declared_puts_guest_frames_on_top(self):
         view = guest.GuestView(DEFS)

@@ -1,27 +1,27 @@
-"""The exact-mode liveness sweep run by allocsites-sweep (scripts/sweep/, C).
+"""Runs the liveness sweep, allocsites-sweep (scripts/sweep/, C).
 
-liveness.py's sweep keeps one dict entry per live allocation, about 84
-bytes in Python: a program with tens of millions of allocations live at
-its peak (a compiler's arenas) would need gigabytes. allocsites-sweep
-replays the same EventLog with the same rules (its sweep.c follows
-liveness.py function by function) and keeps about 6 bytes a live
-allocation (heaptrack's pointer map layout). It reads the log's columns
-from the log's own file, handed over as a descriptor, and answers with
-the figures liveness.sweep assembles into a Liveness; this module runs
-it and parses that answer into the shapes liveness.py's own sweep gives
-(a plan, a "main" with the counters, the state at the peak, the
-timeline's columns).
+The sweep replays the EventLog in time order (the rules: liveness.py's
+opening comment) and keeps about 6 bytes a live allocation (heaptrack's
+pointer map layout), where a dict in Python took about 84: a program
+with tens of millions of allocations live at its peak (a compiler's
+arenas) would have needed gigabytes. It reads the log's columns from the
+log's own file, handed over as a descriptor, and answers with the
+figures liveness.sweep assembles into a Liveness; this module runs it
+and parses that answer (a plan, a "main" with the counters, the state at
+the peak, the timeline's columns).
 
-tests/unit/test_liveness.py holds the two sweeps equal on every case
-and on random logs.
+The Python sweep it replaced stays in the tests as the oracle
+(tests/oracle/liveness_py.py); tests/unit/test_liveness.py holds the two
+equal on every case and on random logs, in both modes.
 """
 
 import subprocess
 
+from ..errors import StageError
 from ..read.native import child_env
 
 
-class SweepError(Exception):
+class SweepError(StageError):
     """allocsites-sweep failed or answered what this module cannot read."""
 
 
@@ -33,12 +33,12 @@ def program_path(build=None):
 
 
 class Plan:
-    """What liveness._Plan gives the assembly, as the C scan found it."""
+    """What the assembly needs of the sweep's plan, as its scan found it."""
 
-    def __init__(self, fields, nkeys):
+    def __init__(self, fields, nkeys, sampled=False):
         # fields: has_release has_commit frees_recorded phase ids...; the
         # assembly needs no has_release (the C sweep used it)
-        self.sampled = False
+        self.sampled = sampled
         self.has_commit = fields[1] == "1"
         self.frees_recorded = fields[2] == "1"
         self.phase_ids = [int(x) for x in fields[3:]]
@@ -46,13 +46,13 @@ class Plan:
 
 
 class Main:
-    """The counters liveness._Sweep holds after its main pass and
-    finish(), per code in dicts (codes that allocated), per phase slot in
-    lists."""
+    """The sweep's counters after its main pass and the end, per code in
+    dicts (codes that allocated; sampled mode: that counted a sample, in
+    the sweep's order), per phase slot in lists."""
 
-    def __init__(self, nslots):
+    def __init__(self, nslots, sampled=False):
         self.ec, self.eb, self.temp = {}, {}, {}
-        self.es = self.ew2 = None
+        self.es, self.ew2 = ({}, {}) if sampled else (None, None)
         self.leaked_b, self.leaked_c = {}, {}
         self.runs = [0] * nslots
         self.left = [0] * nslots
@@ -82,9 +82,10 @@ class Answer:
         self.totals, self.committed, self.series = totals, committed, series
 
 
-def request(fd, nkeys, times, table, min_size=0, series=True):
+def request(fd, nkeys, times, table, min_size=0, series=True,
+            sampled=False):
     lines = ["fd %d" % fd, "nkeys %d" % nkeys, "min_size %d" % min_size,
-             "series %d" % bool(series),
+             "series %d" % bool(series), "sampled %d" % bool(sampled),
              " ".join(["times %d" % len(times)] + [str(t) for t in times]),
              "chunks %d" % len(table)]
     for offset, lengths in table:
@@ -92,8 +93,9 @@ def request(fd, nkeys, times, table, min_size=0, series=True):
     return ("\n".join(lines) + "\n").encode()
 
 
-def parse(lines, nkeys, npoints):
-    """An Answer from allocsites-sweep's output lines (bytes or str)."""
+def parse(lines, nkeys, npoints, sampled=False):
+    """An Answer from allocsites-sweep's output lines (bytes or str).
+    Sampled mode's counts are doubles, written exactly (%.17g)."""
     plan = main = None
     peak_codes, peak_kb = {}, {}
     totals, committed, series = [], [], {}
@@ -121,6 +123,15 @@ def parse(lines, nkeys, npoints):
                 main.leaked_b[code], main.leaked_c[code] = lb, lc
             if pb or pc:
                 peak_codes[code] = (pb, pc)
+        elif tag == "F":
+            code = int(f[1])
+            main.ec[code], main.eb[code] = float(f[2]), int(f[3])
+            main.ew2[code], main.es[code] = float(f[4]), int(f[5])
+        elif tag == "L":
+            code = int(f[1])
+            main.leaked_b[code], main.leaked_c[code] = int(f[2]), float(f[3])
+        elif tag == "K":
+            peak_codes[int(f[1])] = (int(f[2]), float(f[3]))
         elif tag == "B":
             peak_kb[int(f[1])] = int(f[2])
         elif tag == "U":
@@ -145,8 +156,8 @@ def parse(lines, nkeys, npoints):
             main.last_time = v[11] if v[10] else None
         elif tag == "plan":
             plan = Plan([x if isinstance(x, str) else x.decode()
-                         for x in f[1:]], nkeys)
-            main = Main(len(plan.phase_ids) + 1)
+                         for x in f[1:]], nkeys, sampled)
+            main = Main(len(plan.phase_ids) + 1, sampled)
         elif tag == "end":
             ended = True
         else:
@@ -157,11 +168,12 @@ def parse(lines, nkeys, npoints):
                   series)
 
 
-def run(log, times, program, directory=None, min_size=0, series=True):
+def run(log, times, program, directory=None, min_size=0, series=True,
+        sampled=False):
     """The Answer of allocsites-sweep at program for the EventLog log and
     the timeline's sample times (series False: the totals there, not
-    each key's bytes). Raises SweepError (and OSError where the log
-    cannot be written out)."""
+    each key's bytes; sampled: sampled mode). Raises SweepError (and
+    OSError where the log cannot be written out)."""
     nkeys = max(1, len(log.keys))
     f, table = log.export(directory)
     owned = f is not getattr(log, "_file", None)
@@ -176,9 +188,9 @@ def run(log, times, program, directory=None, min_size=0, series=True):
             raise SweepError("allocsites-sweep: %s" % e) from None
         try:
             proc.stdin.write(request(fd, nkeys, times, table, min_size,
-                                     series))
+                                     series, sampled))
             proc.stdin.close()
-            answer = parse(proc.stdout, nkeys, len(times))
+            answer = parse(proc.stdout, nkeys, len(times), sampled)
         except (BrokenPipeError, SweepError, ValueError, IndexError,
                 TypeError) as e:
             proc.kill()

@@ -14,6 +14,7 @@ from .. import SCRIPTS_DIR
 from . import parsers, options
 from ..record import buildids, datafile, prerequisites, recording
 from ..record.errors import RecordError
+from ..errors import StageError
 
 ENTRY_SCRIPT = os.path.join(SCRIPTS_DIR, "allocsites.py")
 USAGE = parsers.USAGE
@@ -138,6 +139,9 @@ def _main(argv):
         return 2
     except RecordError as e:
         sys.stderr.write("allocsites: %s\n" % e)
+        return 1
+    except StageError as e:
+        sys.stderr.write("allocsites: error: %s\n" % e)
         return 1
     except recording.Stopped as e:
         sys.stderr.write("allocsites: stopped by signal %d; probe events "
