@@ -123,7 +123,7 @@ void recs_free(struct recs *rs)
 
 /* ------------------------------------------------------------ codes */
 
-u32 codes_get(struct codes *c, u64 code, u64 nkeys)
+u32 codes_get(struct codes *c, u64 code)
 {
 	int fresh;
 	u64 *slot = u64map_put(&c->index, code, &fresh);
@@ -159,7 +159,7 @@ u32 codes_get(struct codes *c, u64 code, u64 nkeys)
 	ci = c->n++;
 	*slot = ci;
 	c->code[ci] = code;
-	c->k[ci] = code % nkeys;
+	c->k[ci] = code & 0xffffffffu;   /* sweep.c's CODE_KEY */
 	c->ec[ci] = c->temp[ci] = c->lc[ci] = c->pc[ci] = 0;
 	c->eb[ci] = c->lb[ci] = c->pb[ci] = 0;
 	c->liveb[ci] = c->sb[ci] = 0;

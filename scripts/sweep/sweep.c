@@ -14,15 +14,24 @@
 
 struct plan {
 	struct u64map last_exit;   /* pid -> index of its last rt:exit */
-	struct u64map slot_of;     /* phase id -> slot (1..) */
-	u64 *phase_ids;
-	u64 nphases;
 	int seen[256];
 };
 
+/* Codes: while sweeping, a code is (slot << 32 | key index), its slot
+ * numbered in the order the phase ids were first seen (0: no phase), and
+ * the keys known so far: the sweep need not know every phase and key
+ * before it starts. The answer numbers them as the assembly does
+ * (liveness.py): slots by phase id, 1.., and slot * nkeys + key
+ * (final_code). */
+#define CODE_SLOT(code) ((code) >> 32)
+#define CODE_KEY(code) ((code) & 0xffffffffu)
+
 struct sweep {
 	const struct plan *plan;
-	u64 nkeys;
+	u64 nkb;                   /* keys the per-key arrays hold */
+	struct u64map slot_of;     /* phase id -> slot (1..), first seen */
+	u64 *slot_phase;           /* slot -> phase id */
+	u64 capslots;
 	struct recs recs;
 	struct codes codes;
 	struct runs runs;
@@ -72,8 +81,7 @@ static int cmp_u64(const void *x, const void *y)
 static void plan_scan(const struct log *log, struct plan *p)
 {
 	struct cols c = { 0 };
-	struct u64map ids = { 0 };
-	u64 base = 0, i, s;
+	u64 base = 0, i;
 	u32 ch;
 	int fresh;
 
@@ -86,41 +94,112 @@ static void plan_scan(const struct log *log, struct plan *p)
 			if (kind == K_EXIT)
 				*u64map_put(&p->last_exit, (u64)(u32)c.pids[i],
 					    &fresh) = base + i;
-			else if (kind == K_PHASE_BEGIN)
-				u64map_put(&ids, c.a[i], &fresh);
 		}
 		base += c.n;
 	}
 	free(c.buf);
-	p->phase_ids = xmalloc((ids.n ? ids.n : 1) * sizeof *p->phase_ids);
-	for (s = 0; s < ids.cap; s++)
-		if (ids.used[s])
-			p->phase_ids[p->nphases++] = ids.keys[s];
-	qsort(p->phase_ids, p->nphases, sizeof *p->phase_ids, cmp_u64);
-	for (s = 0; s < p->nphases; s++)
-		*u64map_put(&p->slot_of, p->phase_ids[s], &fresh) = s + 1;
-	u64map_free(&ids);
 }
 
 /* ------------------------------------------------------------ state */
+
+#define GROW(p, old, new) do { \
+	(p) = xrealloc((p), (new) * sizeof *(p)); \
+	memset((p) + (old), 0, ((new) - (old)) * sizeof *(p)); \
+} while (0)
+
+/* the per-key arrays made to hold key k */
+static void keys_need(struct sweep *s, u64 k)
+{
+	u64 n;
+
+	if (k < s->nkb)
+		return;
+	n = s->nkb * 2 > k + 1 ? s->nkb * 2 : k + 64;
+	GROW(s->kb, s->nkb, n);
+	GROW(s->kb_saved, s->nkb, n);
+	GROW(s->kb_ep, s->nkb, n);
+	s->nkb = n;
+}
+
+/* the slot of a phase id, made (with its counters) when first seen */
+static u32 slot_get(struct sweep *s, u64 phase)
+{
+	int fresh;
+	u64 *slot = u64map_put(&s->slot_of, phase, &fresh);
+
+	if (!fresh)
+		return (u32)*slot;
+	if (s->nslots == s->capslots) {
+		u64 n = s->capslots * 2;
+		GROW(s->slot_phase, s->capslots, n);
+		GROW(s->slot_runs, s->capslots, n);
+		GROW(s->left, s->capslots, n);
+		GROW(s->growth, s->capslots, n);
+		GROW(s->cgrowth, s->capslots, n);
+		GROW(s->phase_peak, s->capslots, n);
+		s->capslots = n;
+	}
+	if (s->nslots > UINT32_MAX)
+		die("more than 2^32 phase ids");
+	s->slot_phase[s->nslots] = phase;
+	*slot = s->nslots;
+	return (u32)s->nslots++;
+}
 
 static void sweep_init(struct sweep *s, const struct plan *p, u64 nkeys)
 {
 	memset(s, 0, sizeof *s);
 	s->plan = p;
-	s->nkeys = nkeys;
-	s->kb = xcalloc(nkeys, sizeof *s->kb);
-	s->kb_saved = xcalloc(nkeys, sizeof *s->kb_saved);
-	s->kb_ep = xcalloc(nkeys, sizeof *s->kb_ep);
+	keys_need(s, nkeys ? nkeys - 1 : 0);
 	s->epoch = 1;
-	s->nslots = p->nphases + 1;
-	s->slot_runs = xcalloc(s->nslots, sizeof *s->slot_runs);
-	s->left = xcalloc(s->nslots, sizeof *s->left);
-	s->growth = xcalloc(s->nslots, sizeof *s->growth);
-	s->cgrowth = xcalloc(s->nslots, sizeof *s->cgrowth);
-	s->phase_peak = xcalloc(s->nslots, sizeof *s->phase_peak);
+	s->nslots = 1;   /* slot 0: outside every phase */
+	s->capslots = 16;
+	s->slot_phase = xcalloc(s->capslots, sizeof *s->slot_phase);
+	s->slot_runs = xcalloc(s->capslots, sizeof *s->slot_runs);
+	s->left = xcalloc(s->capslots, sizeof *s->left);
+	s->growth = xcalloc(s->capslots, sizeof *s->growth);
+	s->cgrowth = xcalloc(s->capslots, sizeof *s->cgrowth);
+	s->phase_peak = xcalloc(s->capslots, sizeof *s->phase_peak);
 	s->peak_i = -1;
 	runs_tuple(&s->runs, NULL, 0);
+}
+
+/* The answer's numbering (struct sweep's comment): slots by phase id */
+struct numbering {
+	u64 nkeys;
+	u64 *phase_ids;            /* sorted */
+	u64 nslots;                /* with slot 0 */
+	struct u64map slot_of;     /* phase id -> slot */
+};
+
+static void numbering_make(struct numbering *nb, const struct sweep *s,
+			   u64 nkeys)
+{
+	u64 i;
+	int fresh;
+
+	memset(nb, 0, sizeof *nb);
+	nb->nkeys = nkeys;
+	nb->nslots = s->nslots;
+	nb->phase_ids = xmalloc(s->nslots * sizeof *nb->phase_ids);
+	for (i = 1; i < s->nslots; i++)
+		nb->phase_ids[i - 1] = s->slot_phase[i];
+	qsort(nb->phase_ids, s->nslots - 1, sizeof *nb->phase_ids, cmp_u64);
+	for (i = 1; i < s->nslots; i++)
+		*u64map_put(&nb->slot_of, nb->phase_ids[i - 1], &fresh) = i;
+}
+
+/* the answer's slot of s's slot (s: the main sweep, or a replay) */
+static u64 final_slot(const struct numbering *nb, const struct sweep *s,
+		      u64 slot)
+{
+	return slot ? *u64map_get(&nb->slot_of, s->slot_phase[slot]) : 0;
+}
+
+static u64 final_code(const struct numbering *nb, const struct sweep *s,
+		      u64 code)
+{
+	return final_slot(nb, s, CODE_SLOT(code)) * nb->nkeys + CODE_KEY(code);
 }
 
 static struct proc *proc_get(struct sweep *s, i32 pid)
@@ -217,8 +296,8 @@ static void set_thread(struct sweep *s, i32 tid, struct thread *t)
 		thread_drop(s, tid);
 		return;
 	}
-	slot = u64map_get(&s->plan->slot_of, t->phase[t->n - 1]);
-	t->cbase = *slot * s->nkeys;
+	slot = u64map_get(&s->slot_of, t->phase[t->n - 1]);
+	t->cbase = *slot << 32;
 	t->tuple = runs_tuple(&s->runs, t->run, t->n);
 }
 
@@ -246,7 +325,7 @@ static void close_run(struct sweep *s, struct proc *pr, u32 r, i64 t)
 static void begin(struct sweep *s, struct proc *pr, i32 tid, u64 phase,
 		  i64 t)
 {
-	u32 slot = (u32)*u64map_get(&s->plan->slot_of, phase), r;
+	u32 slot = slot_get(s, phase), r;
 	struct thread *th = thread_get(s, tid);
 	struct runs *rs = &s->runs;
 	int fresh;
@@ -522,7 +601,7 @@ static void snapshot(struct sweep *s)
 	put_i128(s->out, s->total);
 	fputc(' ', s->out);
 	put_i128(s->out, s->ctotal);
-	for (k = 0; s->series && k < s->nkeys; k++)
+	for (k = 0; s->series && k < s->nkb; k++)
 		if (s->kb[k]) {
 			fprintf(s->out, " %llu ", (unsigned long long)k);
 			put_i128(s->out, s->kb[k]);
@@ -587,9 +666,10 @@ static void run(struct sweep *s, const struct log *log, u64 stop)
 					die("chunk %u: more allocations than "
 					    "keys", ch);
 				k = c.keyidx[ki++];
-				if (k >= s->nkeys)
+				if (k >= log->nkeys)
 					die("key %llu out of range",
 					    (unsigned long long)k);
+				keys_need(s, k);
 				if (!have_tid || tid != ctid) {
 					th = thread_get(s, tid);
 					ctid = tid;
@@ -608,7 +688,7 @@ static void run(struct sweep *s, const struct log *log, u64 stop)
 					if (!osize || !b)
 						continue;   /* stands for nothing */
 				}
-				ci = codes_get(&s->codes, code, s->nkeys);
+				ci = codes_get(&s->codes, code);
 				if (sampled) {
 					if (osize >= log->min_size) {
 						struct codes *cs = &s->codes;
@@ -788,7 +868,7 @@ static void put_double(FILE *f, double v)
  * up to it (the oracle's live_by_code), in the order first met walking
  * the processes and their allocations in order */
 static void sampled_peak(const struct log *log, const struct plan *p,
-			 u64 stop, FILE *out)
+			 const struct numbering *nb, u64 stop, FILE *out)
 {
 	struct sweep r;
 	struct u64map at = { 0 };   /* code -> index in the arrays below */
@@ -821,7 +901,8 @@ static void sampled_peak(const struct log *log, const struct plan *p,
 		free(v);
 	}
 	for (i = 0; i < ncodes; i++) {
-		fprintf(out, "K %llu ", (unsigned long long)codes[i]);
+		fprintf(out, "K %llu ",
+			(unsigned long long)final_code(nb, &r, codes[i]));
 		put_i128(out, bytes[i]);
 		put_double(out, count[i]);
 		fputc('\n', out);
@@ -859,20 +940,22 @@ static u32 *codes_by(const struct codes *c, const u64 *key, u64 *n)
  * sample, in the order of the oracle's counters: by code where it keeps
  * them in a list, up to 2^20 codes, else as first counted), then L code
  * leaked_bytes leaked_count (as first leaked) */
-static void sampled_codes(const struct sweep *s, FILE *out)
+static void sampled_codes(const struct sweep *s, const struct numbering *nb,
+			  FILE *out)
 {
 	const struct codes *c = &s->codes;
 	u64 n, i, *key = xmalloc(((size_t)c->n + 1) * sizeof *key);
 	u32 *v;
-	int dense = s->nslots * s->nkeys <= (u64)1 << 20;
+	int dense = nb->nslots * nb->nkeys <= (u64)1 << 20;
 
 	for (i = 0; i < c->n; i++)
-		key[i] = c->es[i] ? (dense ? c->code[i] : c->first_es[i]) :
-			UINT64_MAX;
+		key[i] = !c->es[i] ? UINT64_MAX : dense ?
+			final_code(nb, s, c->code[i]) : c->first_es[i];
 	v = codes_by(c, key, &n);
 	for (i = 0; i < n; i++) {
 		u32 ci = v[i];
-		fprintf(out, "F %llu", (unsigned long long)c->code[ci]);
+		fprintf(out, "F %llu",
+			(unsigned long long)final_code(nb, s, c->code[ci]));
 		put_double(out, c->fc[ci]);
 		fputc(' ', out);
 		put_i128(out, c->eb[ci]);
@@ -883,7 +966,8 @@ static void sampled_codes(const struct sweep *s, FILE *out)
 	v = codes_by(c, c->first_leak, &n);
 	for (i = 0; i < n; i++) {
 		u32 ci = v[i];
-		fprintf(out, "L %llu ", (unsigned long long)c->code[ci]);
+		fprintf(out, "L %llu ",
+			(unsigned long long)final_code(nb, s, c->code[ci]));
 		put_i128(out, c->lb[ci]);
 		put_double(out, c->flc[ci]);
 		fputc('\n', out);
@@ -895,22 +979,24 @@ static void sampled_codes(const struct sweep *s, FILE *out)
 /* C code ec eb temp leaked_b leaked_c peak_b peak_c, for every code, in
  * the order of the oracle's counters (as sampled_codes; the codes that
  * counted nothing last) */
-static void exact_codes(const struct sweep *s, FILE *out)
+static void exact_codes(const struct sweep *s, const struct numbering *nb,
+			FILE *out)
 {
 	const struct codes *c = &s->codes;
 	u64 n, i, *key = xmalloc(((size_t)c->n + 1) * sizeof *key);
 	u32 *v;
-	int dense = s->nslots * s->nkeys <= (u64)1 << 20;
+	int dense = nb->nslots * nb->nkeys <= (u64)1 << 20;
 
 	for (i = 0; i < c->n; i++)
-		key[i] = c->ec[i] ? (dense ? c->code[i] : c->first_es[i]) :
-			((u64)1 << 63) + i;
+		key[i] = !c->ec[i] ? ((u64)1 << 63) + i : dense ?
+			final_code(nb, s, c->code[i]) : c->first_es[i];
 	v = codes_by(c, key, &n);
 	for (i = 0; i < n; i++) {
 		u32 ci = v[i];
 		i128 f[7] = { c->ec[ci], c->eb[ci], c->temp[ci], c->lb[ci],
 			      c->lc[ci], c->pb[ci], c->pc[ci] };
-		fprintf(out, "C %llu", (unsigned long long)c->code[ci]);
+		fprintf(out, "C %llu",
+			(unsigned long long)final_code(nb, s, c->code[ci]));
 		put_line(out, "", 7, f);
 	}
 	free(v);
@@ -921,21 +1007,13 @@ void sweep_log(const struct log *log, const i64 *times, u64 ntimes, FILE *out)
 {
 	struct plan plan;
 	struct sweep s;
+	struct numbering nb;
 	u64 i, total_events = 0;
 	u32 ch;
 
 	for (ch = 0; ch < log->nchunks; ch++)
 		total_events += log->chunks[ch].len[0];
 	plan_scan(log, &plan);
-	/* plan: has_release has_commit frees_recorded, then the phase ids */
-	fprintf(out, "plan %d %d %d", plan.seen[K_RELEASE],
-		plan.seen[K_COMMIT] || plan.seen[K_DECOMMIT],
-		plan.seen[K_RELEASE] ||
-		plan.seen[log->sampled ? K_SAMPLE_FREE : K_FREE]);
-	for (i = 0; i < plan.nphases; i++)
-		fprintf(out, " %llu", (unsigned long long)plan.phase_ids[i]);
-	fputc('\n', out);
-
 	sweep_init(&s, &plan, log->nkeys);
 	s.times = times;
 	s.ntimes = ntimes;
@@ -946,6 +1024,17 @@ void sweep_log(const struct log *log, const i64 *times, u64 ntimes, FILE *out)
 	finish(&s);
 	drop_live(&s);
 
+	/* plan: has_release has_commit frees_recorded, then the phase ids
+	 * (after the P lines: the parser takes them in any order) */
+	numbering_make(&nb, &s, log->nkeys);
+	fprintf(out, "plan %d %d %d", plan.seen[K_RELEASE],
+		plan.seen[K_COMMIT] || plan.seen[K_DECOMMIT],
+		plan.seen[K_RELEASE] ||
+		plan.seen[log->sampled ? K_SAMPLE_FREE : K_FREE]);
+	for (i = 0; i + 1 < nb.nslots; i++)
+		fprintf(out, " %llu", (unsigned long long)nb.phase_ids[i]);
+	fputc('\n', out);
+
 	/* the state at the peak, from the epochs (struct sweep) */
 	if (s.peak_i >= 0) {
 		for (i = 0; i < s.codes.n; i++) {
@@ -953,7 +1042,7 @@ void sweep_log(const struct log *log, const i64 *times, u64 ntimes, FILE *out)
 			s.codes.pb[i] = saved ? s.codes.sb[i] : s.codes.liveb[i];
 			s.codes.pc[i] = saved ? s.codes.sc[i] : s.codes.livec[i];
 		}
-		for (i = 0; i < log->nkeys; i++) {
+		for (i = 0; i < s.nkb; i++) {
 			i128 v = s.kb_ep[i] == s.epoch ? s.kb_saved[i] : s.kb[i];
 			if (v) {
 				fprintf(out, "B %llu ", (unsigned long long)i);
@@ -965,14 +1054,15 @@ void sweep_log(const struct log *log, const i64 *times, u64 ntimes, FILE *out)
 
 	if (s.sampled) {
 		if (s.peak_i >= 0)
-			sampled_peak(log, &plan, (u64)s.peak_i + 1, out);
-		sampled_codes(&s, out);
+			sampled_peak(log, &plan, &nb, (u64)s.peak_i + 1, out);
+		sampled_codes(&s, &nb, out);
 	}
 	if (!s.sampled)
-		exact_codes(&s, out);
+		exact_codes(&s, &nb, out);
 	/* S slot runs left phase_peak growth cgrowth */
 	for (i = 1; i < s.nslots; i++) {
-		i128 v[6] = { (i128)i, s.slot_runs[i], s.left[i],
+		i128 v[6] = { (i128)final_slot(&nb, &s, i), s.slot_runs[i],
+			      s.left[i],
 			      s.phase_peak[i], s.growth[i], s.cgrowth[i] };
 		put_line(out, "S", 6, v);
 	}

@@ -130,7 +130,8 @@ struct codes {
 	u64 *first_es, *first_leak;
 	u32 n, cap;
 };
-u32 codes_get(struct codes *c, u64 code, u64 nkeys);
+/* code: sweep.c's (slot << 32 | key index) */
+u32 codes_get(struct codes *c, u64 code);
 void codes_free(struct codes *c);
 
 /* phase runs (liveness.py's run_* columns) and run tuples (cruns) */
