@@ -194,7 +194,7 @@ class Run:
         from allocsites_lib.analyze import facts
         data = perfrun.data_path(self.perf_argv)
         known = recording_facts(data)
-        report = pipeline.report(
+        report = pipeline.analyze_and_render(
             self.tally, self.opts, Symbolizer(), known.lost,
             known.lost_reason, data, handler_errors=self.handler_errors,
             perf_inlines=self.perf_inlines,

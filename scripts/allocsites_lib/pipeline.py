@@ -28,8 +28,8 @@ from .analyze import assemble
 from .render import outputs
 
 
-def report(tally, opts, symbolizer, lost, lost_reason, data=None,
-           out=sys.stdout, err=sys.stderr, **facts):
+def analyze_and_render(tally, opts, symbolizer, lost, lost_reason,
+                       data=None, out=sys.stdout, err=sys.stderr, **facts):
     """analyze then render: the Report of tally (assemble.finish_report,
     facts: what the reading stage knows of the recording), its table and
     files written as opts ask (outputs.write_outputs). Returns the

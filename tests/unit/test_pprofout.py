@@ -125,9 +125,9 @@ class HugeSizes(unittest.TestCase):
             t.add(free(0)._replace(ptr=0x1000 + 0x100 * (len(sizes) - 1 - i)))
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "p.pb.gz")
-            pipeline.report(t, options.parse(["--pprof", path]),
-                            tp.symbolizer(), 0, None, "/x.data",
-                            out=io.StringIO(), err=io.StringIO())
+            pipeline.analyze_and_render(
+                t, options.parse(["--pprof", path]), tp.symbolizer(), 0,
+                None, "/x.data", out=io.StringIO(), err=io.StringIO())
             with open(path, "rb") as f:
                 return decode(f.read())
 

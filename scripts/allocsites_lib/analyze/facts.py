@@ -6,7 +6,7 @@ give the same verdict: the loss (the scan's count, else perf report
 --stats), the build-ids of what ran, an attach, a tail perf -z cut, how
 the stacks were taken, the code that ran unprobed, processes still
 running, a Ctrl-C the recorder noted. They are keyword arguments of
-pipeline.report (kwargs()).
+pipeline.analyze_and_render (kwargs()).
 """
 
 import collections
@@ -45,8 +45,8 @@ def recording_facts(data, scan, probed, perf="perf"):
 
 
 def kwargs(facts):
-    """pipeline.report's keyword arguments for the facts (the loss is
-    given apart)."""
+    """pipeline.analyze_and_render's keyword arguments for the facts (the
+    loss is given apart)."""
     out = facts._asdict()
     del out["lost"], out["lost_reason"]
     return out

@@ -72,7 +72,7 @@ def _report(data, opts, perf, stdout, jobs, err):
     known = facts.recording_facts(data, got.scan, probed, perf)
     from ..analyze.symbolize import Symbolizer
     result = got.result
-    rep = pipeline.report(
+    rep = pipeline.analyze_and_render(
         result.tally, opts, Symbolizer(), known.lost, known.lost_reason,
         os.path.abspath(data), out=stdout, err=err,
         handler_errors=result.handler_errors,
