@@ -30,11 +30,12 @@ from .render import outputs
 
 def analyze_and_render(tally, opts, symbolizer, lost, lost_reason,
                        data=None, out=sys.stdout, err=sys.stderr, **facts):
-    """analyze then render: the Report of tally (assemble.finish_report,
-    facts: what the reading stage knows of the recording), its table and
-    files written as opts ask (outputs.write_outputs). Returns the
-    Report (its verdict and bad_options decide the exit status)."""
-    rep = assemble.finish_report(tally, opts, symbolizer, lost, lost_reason,
-                                 data, **facts)
+    """analyze then render: the Report of tally
+    (assemble.build_after_reading; facts: what the reading stage knows of
+    the recording), its table and files written as opts ask
+    (outputs.write_outputs). Returns the Report (its verdict and
+    bad_options decide the exit status)."""
+    rep = assemble.build_after_reading(tally, opts, symbolizer, lost,
+                                       lost_reason, data, **facts)
     outputs.write_outputs(rep, opts, out=out, err=err)
     return rep

@@ -396,13 +396,13 @@ class ReadErrorsInReportTest(unittest.TestCase):
     def test_each_becomes_a_warning(self):
         from test_pipeline import make_tally, symbolizer
         opts = options.parse([])
-        report = assemble.build_report(
+        report = assemble.build(
             make_tally(), opts, symbolizer(), 0, None,
             read_errors=["perf script worker 2 of 2 exited with status 255"])
         self.assertIn("not read: perf script worker 2 of 2 exited with "
                       "status 255", report.warnings)
-        clean = assemble.build_report(make_tally(), opts, symbolizer(), 0,
-                                      None)
+        clean = assemble.build(make_tally(), opts, symbolizer(), 0,
+                               None)
         self.assertEqual(len(report.warnings), len(clean.warnings) + 1)
 
 

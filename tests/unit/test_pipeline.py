@@ -102,8 +102,8 @@ class CollectTagNamesTest(unittest.TestCase):
 
 class BuildReportTest(unittest.TestCase):
     def build(self, argv=("--skip", "^xmalloc$"), lost=0, reason=None):
-        return assemble.build_report(make_tally(), options.parse(list(argv)),
-                                     symbolizer(), lost, reason)
+        return assemble.build(make_tally(), options.parse(list(argv)),
+                              symbolizer(), lost, reason)
 
     def test_sites(self):
         r = self.build()
@@ -136,7 +136,7 @@ class BuildReportTest(unittest.TestCase):
     def test_no_warnings_when_clean(self):
         t = Tally()
         t.add(alloc([PROBE, PARSE, MAIN10, RawFrame(APP, 0x4000, "_start", 0x25, None)], 4))
-        r = assemble.build_report(t, options.parse([]), symbolizer(), 0, None)
+        r = assemble.build(t, options.parse([]), symbolizer(), 0, None)
         self.assertEqual(r.warnings, [])
         self.assertEqual(r.profile.truncated, 0)
 
@@ -149,7 +149,7 @@ class BuildReportTest(unittest.TestCase):
         f = free(4)._replace(tid=7, time=200, ptr=0x10)
         for e in (a, a, f, f, f):
             t.add(e)
-        r = assemble.build_report(t, options.parse([]), symbolizer(), 0, None)
+        r = assemble.build(t, options.parse([]), symbolizer(), 0, None)
         self.assertEqual(r.warnings, [])
         self.assertEqual((r.duplicates, r.duplicates_by_kind, r.events),
                          (3, {"alloc": 1, "free": 2}, {"alloc": 1, "free": 1}))
@@ -177,7 +177,7 @@ class BuildReportTest(unittest.TestCase):
     def test_one_addr2line_run_per_dso(self):
         a2l = FakeAddr2line(ANSWERS)
         sym = Symbolizer(a2l, fake_open_elf({APP: FakeElf(), LIB: FakeElf()}))
-        assemble.build_report(make_tally(), options.parse([]), sym, 0, None)
+        assemble.build(make_tally(), options.parse([]), sym, 0, None)
         self.assertEqual(sorted(p for p, _ in a2l.calls), [APP, LIB])
 
 
@@ -190,7 +190,7 @@ class WriteOutputsTest(unittest.TestCase):
 
     def run_outputs(self, argv, lost=0, reason=None):
         opts = options.parse(argv)
-        report = assemble.build_report(make_tally(), opts, symbolizer(), lost, reason)
+        report = assemble.build(make_tally(), opts, symbolizer(), lost, reason)
         out, err = io.StringIO(), io.StringIO()
         written = outputs.write_outputs(report, opts, out, err)
         return report, written, out.getvalue(), err.getvalue()
@@ -299,7 +299,7 @@ class WriteOutputsTest(unittest.TestCase):
                              "not exit normally, or was built with an older "
                              "rt_probes.h))")):
             t.fired = {1: list(fired)} if fired else {}
-            report = assemble.build_report(t, options.parse([]), symbolizer(), 0, None)
+            report = assemble.build(t, options.parse([]), symbolizer(), 0, None)
             self.assertIs(report.verdict.complete, complete)
             self.assertEqual(table.render_table(report).splitlines()[-1], line)
 
@@ -307,12 +307,12 @@ class WriteOutputsTest(unittest.TestCase):
         t = make_tally()
         t.add(exit_event(8, 2))
         t.malformed = 0
-        report = assemble.build_report(t, options.parse([]), symbolizer(), 0, None,
-                                       read_errors=["failed to process type: 81"])
+        report = assemble.build(t, options.parse([]), symbolizer(), 0, None,
+                                read_errors=["failed to process type: 81"])
         self.assertEqual(report.verdict.reason, "perf could not read the whole recording: "
                                                 "failed to process type: 81")
-        report = assemble.build_report(t, options.parse([]), symbolizer(), 0, None,
-                                       interrupted=True)
+        report = assemble.build(t, options.parse([]), symbolizer(), 0, None,
+                                interrupted=True)
         self.assertIs(report.verdict.complete, False)
 
     def test_table_only(self):
@@ -333,7 +333,7 @@ class WriteOutputsTest(unittest.TestCase):
         t.add(alloc([PROBE, PARSE, MAIN10, RawFrame(APP, 0x4000, "_start", 0x25, None)], 4))
         t.add(exit_event(1))
         opts = options.parse([])
-        report = assemble.build_report(t, opts, symbolizer(), 0, None)
+        report = assemble.build(t, opts, symbolizer(), 0, None)
         out, err = io.StringIO(), io.StringIO()
         outputs.write_outputs(report, opts, out, err)
         self.assertEqual(err.getvalue(), "")
@@ -435,7 +435,7 @@ class StaleBinariesTest(unittest.TestCase):
 
 
 class RealBinaryPipelineTest(unittest.TestCase):
-    """build_report + write_outputs over a program compiled here, with the
+    """assemble.build + write_outputs over a program compiled here, with the
     real Symbolizer (addr2line) and real ELF reading."""
 
     @classmethod
@@ -483,8 +483,8 @@ class RealBinaryPipelineTest(unittest.TestCase):
         for kind, path in paths.items():
             argv += ["--" + kind, path]
         opts = options.parse(argv)
-        report = assemble.build_report(self.tally(prog, to_perf_address), opts, Symbolizer(),
-                                       0, None)
+        report = assemble.build(self.tally(prog, to_perf_address), opts, Symbolizer(),
+                                0, None)
         out, err = io.StringIO(), io.StringIO()
         written = outputs.write_outputs(report, opts, out, err)
         self.assertEqual([k for k, _ in written], ["json", "csv", "folded", "svg"])
@@ -529,20 +529,20 @@ class RealBinaryPipelineTest(unittest.TestCase):
 
 class TagFilterTest(unittest.TestCase):
     def test_a_tag_that_matches_nothing_is_named_with_the_tags_present(self):
-        report = assemble.build_report(make_tally(), options.parse(["--tag", "ast,nosuch"]),
-                                       symbolizer(), 0, None)
+        report = assemble.build(make_tally(), options.parse(["--tag", "ast,nosuch"]),
+                                symbolizer(), 0, None)
         self.assertIn("no allocation has the tag nosuch; the tags in this recording: "
                       "ast, lib_nine, tokens", report.warnings)
         self.assertEqual(report.profile.count, 2)
         # a bad option value: the command exits 2 (command.report)
         self.assertEqual(len(report.bad_options), 1)
-        good = assemble.build_report(make_tally(), options.parse(["--tag", "ast"]),
-                                     symbolizer(), 0, None)
+        good = assemble.build(make_tally(), options.parse(["--tag", "ast"]),
+                              symbolizer(), 0, None)
         self.assertEqual(good.bad_options, ())
 
     def test_tags_match_by_name_or_number(self):
-        report = assemble.build_report(make_tally(), options.parse(["--tag", "1,tokens"]),
-                                       symbolizer(), 0, None)
+        report = assemble.build(make_tally(), options.parse(["--tag", "1,tokens"]),
+                                symbolizer(), 0, None)
         self.assertFalse([w for w in report.warnings if "no allocation" in w])
 
 
@@ -574,8 +574,8 @@ class OneTimeBaseTest(unittest.TestCase):
         self.addCleanup(tmp.cleanup)
         svg = os.path.join(tmp.name, "t.svg")
         opts = options.parse(["--timeline", svg])
-        report = assemble.build_report(self.tally(), opts, symbolizer(), 0,
-                                       None)
+        report = assemble.build(self.tally(), opts, symbolizer(), 0,
+                                None)
         self.assertEqual(report.liveness.peak_time, 784968000)
         self.assertEqual(json.loads(jsonout.render_json(report))
                          ["liveness"]["peak_time"], 784968000)

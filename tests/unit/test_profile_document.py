@@ -156,7 +156,7 @@ def render_direct(name, workdir, document=False):
         opts = options.parse(list(argv) + [
             a for flag, path in FILES
             if document or flag != "--save-profile" for a in (flag, path)])
-        report = assemble.finish_report(tally, opts, sym, 0, None)
+        report = assemble.build_after_reading(tally, opts, sym, 0, None)
         out, err = io.StringIO(), io.StringIO()
         outputs.write_outputs(report, opts, out=out, err=err)
     finally:
@@ -187,7 +187,7 @@ def save_document(name, workdir):
     made, _ = split_options(argv)
     path = os.path.join(workdir, "saved.json")
     opts = options.parse(made + ["--save-profile", path])
-    report = assemble.finish_report(tally, opts, sym, 0, None)
+    report = assemble.build_after_reading(tally, opts, sym, 0, None)
     outputs.write_outputs(report, opts, out=io.StringIO(),
                           err=io.StringIO())
     return path
@@ -298,7 +298,7 @@ class FromDocument(unittest.TestCase):
             tally, sym = make()
             opts = options.parse(["--json", os.path.join(tmp, "plain_from",
                                                          "out.json")])
-            outputs.write_outputs(assemble.finish_report(
+            outputs.write_outputs(assemble.build_after_reading(
                 tally, opts, sym, 0, None), opts, out=io.StringIO(),
                 err=io.StringIO())
             with open(os.path.join(tmp, "plain_from", "out.json"),

@@ -119,13 +119,14 @@ def resolve_ahead(tally, opts, symbolizer, mode):
     return thread
 
 
-def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
-                 read_errors=(), interrupted=False, build_ids=None,
-                 attached=False, tail_cut=False, unwind=None, unseen=(),
-                 still_running=False, stopped=None):
-    """data: the perf.data path, to notice binaries rebuilt since;
-    build_ids: {path: set of hex build-ids} the recording's MMAP2 records
-    name (perfdata.Scan.build_ids), the better way to notice them;
+def build(tally, opts, symbolizer, lost, lost_reason, data=None,
+          read_errors=(), interrupted=False, build_ids=None,
+          attached=False, tail_cut=False, unwind=None, unseen=(),
+          still_running=False, stopped=None):
+    """The Report of tally, as opts ask for it. data: the perf.data path,
+    to notice binaries rebuilt since; build_ids: {path: set of hex
+    build-ids} the recording's MMAP2 records name
+    (perfdata.Scan.build_ids), the better way to notice them;
     read_errors: one-line strings, each a part of the recording that perf
     could not read (a failed perf script worker, perf's error lines): the
     profile is then incomplete; interrupted: the report stopped before
@@ -219,7 +220,7 @@ def build_report(tally, opts, symbolizer, lost, lost_reason, data=None,
 
 def _more_warnings(tally, opts, names, tags, mode, result, unwind, data,
                    build_ids, read_errors, warnings, bad_options):
-    """build_report's warnings about the options, the sampling, the stacks
+    """build's warnings about the options, the sampling, the stacks
     and the binaries, appended to warnings (and bad_options); returns the
     report's sampling ({samples, sample_bytes}, or None in exact mode)."""
     if tags is not None:
@@ -314,7 +315,7 @@ def selected_liveness(summary, profile, opts, sweep=None, tagged=None):
 
 
 def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
-    """(sweep, LiveSummary, entries, live, phase) for build_report: the liveness
+    """(sweep, LiveSummary, entries, live, phase) for build: the liveness
     sweep over the tally's event log when frees or phases were recorded
     (else all None), the --phase selection (entries: that phase's
     allocations for fold, or None for all), and live: {key: KeyLive} for
@@ -365,20 +366,20 @@ def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
     return sweep, summary, entries, live, phase
 
 
-def finish_report(tally, opts, symbolizer, lost, lost_reason, data=None,
-                  handler_errors=0, perf_inlines=False, read_errors=(),
-                  interrupted=False, build_ids=None, attached=False,
-                  tail_cut=False, unwind=None, unseen=(), still_running=False,
-                  stopped=None):
-    """build_report plus what only the perf script run knows: handler
-    exceptions, inline expansion, no events at all. Used by
-    allocsites.py's trace_end and by `allocsites report` after merging
-    its workers' tallies."""
-    report = build_report(tally, opts, symbolizer, lost, lost_reason, data,
-                          read_errors=read_errors, interrupted=interrupted,
-                          build_ids=build_ids, attached=attached,
-                          tail_cut=tail_cut, unwind=unwind, unseen=unseen,
-                          still_running=still_running, stopped=stopped)
+def build_after_reading(tally, opts, symbolizer, lost, lost_reason,
+                        data=None, handler_errors=0, perf_inlines=False,
+                        read_errors=(), interrupted=False, build_ids=None,
+                        attached=False, tail_cut=False, unwind=None,
+                        unseen=(), still_running=False, stopped=None):
+    """build, plus what only the reading knows: handler exceptions,
+    inline expansion, no events at all. Used (through
+    pipeline.analyze_and_render) by allocsites.py's trace_end and by
+    `allocsites report` after reading."""
+    report = build(tally, opts, symbolizer, lost, lost_reason, data,
+                   read_errors=read_errors, interrupted=interrupted,
+                   build_ids=build_ids, attached=attached,
+                   tail_cut=tail_cut, unwind=unwind, unseen=unseen,
+                   still_running=still_running, stopped=stopped)
     if handler_errors:
         report.warnings.append("%d events raised in the handler and were "
                                "skipped" % handler_errors)
