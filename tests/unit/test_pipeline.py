@@ -534,7 +534,7 @@ class TagFilterTest(unittest.TestCase):
         self.assertIn("no allocation has the tag nosuch; the tags in this recording: "
                       "ast, lib_nine, tokens", report.warnings)
         self.assertEqual(report.profile.count, 2)
-        # a bad option value: the command exits 2 (command.report)
+        # a bad option value: the command exits 2 (command.run_report)
         self.assertEqual(len(report.bad_options), 1)
         good = assemble.build(make_tally(), options.parse(["--tag", "ast"]),
                               symbolizer(), 0, None)

@@ -24,7 +24,7 @@ USAGE = parsers.USAGE
 # scripts/allocsites.py's).
 INCOMPLETE = 3
 
-def report(data, opts, stdout=None, jobs=None, err=None):
+def run_report(data, opts, stdout=None, jobs=None, err=None):
     """Reports the recording at data: read/reading.py reads it (the native
     reader, or perf script workers running allocsites.py on time ranges
     of it), this process writes the outputs from the tally. opts: the
@@ -48,13 +48,13 @@ def report(data, opts, stdout=None, jobs=None, err=None):
     # files, removed when interrupted, renamed at the end).
     try:
         with interrupts.Raised():
-            return _report(data, opts, perf, stdout, jobs, err)
+            return _read_and_render(data, opts, perf, stdout, jobs, err)
     except interrupts.Interrupted as e:
         err.write("allocsites: report interrupted; nothing written\n")
         return 128 + e.sig
 
 
-def _report(data, opts, perf, stdout, jobs, err):
+def _read_and_render(data, opts, perf, stdout, jobs, err):
     from ..read import reading
     from .. import pipeline
     from ..read.tally import Tally
@@ -86,7 +86,7 @@ def _report(data, opts, perf, stdout, jobs, err):
 def render_saved(path, opts, stdout=None, err=None):
     """allocsites report --from PATH: the outputs opts ask for,
     rendered from the profile document at path (--save-profile), as the
-    recording's report wrote them. The same statuses as report: 0, 3
+    recording's report wrote them. The same statuses as run_report: 0, 3
     (incomplete), 2 (the document was made with a --tag or --phase that
     named nothing); 1 when path is not a profile document."""
     from ..analyze import document
@@ -187,7 +187,7 @@ def run_diff(opts, out=sys.stdout):
     def report_recording(path):
         with tempfile.TemporaryDirectory(prefix="allocsites-diff-") as tmp:
             js = os.path.join(tmp, "r.json")
-            status = report(path, options.report_options(
+            status = run_report(path, options.report_options(
                 argparse.Namespace(json=js, guest=bool(opts.guest))),
                 stdout=io.StringIO())
             if not os.path.exists(js):
@@ -252,7 +252,7 @@ def dispatch(argv):
         sys.stdout.write(USAGE)
         return 0
     if inv.form == "report":
-        return report(inv.input, inv.report, jobs=inv.jobs)
+        return run_report(inv.input, inv.report, jobs=inv.jobs)
     if inv.form == "render":
         return render_saved(inv.input, inv.report)
     if inv.form == "diff":
@@ -260,5 +260,5 @@ def dispatch(argv):
     if inv.form == "record":
         return recording.record(inv.record, inv.program)
     status = recording.record(inv.record, inv.program)
-    report_status = report(inv.record.output, inv.report, jobs=inv.jobs)
+    report_status = run_report(inv.record.output, inv.report, jobs=inv.jobs)
     return report_status or status
