@@ -25,17 +25,17 @@ def frame(function, line):
             "dso": "/bin/p", "inlined": False}
 
 
-def report(sites, stacks=()):
+def json_of(sites, stacks=()):
     return {"sites": sites, "stacks": list(stacks), "complete": True,
             "totals": {"count": sum(s["count"] for s in sites),
                        "bytes": sum(s["bytes"] for s in sites)}}
 
 
-BASE = report([site("lex", 32, 100, 4800), site("parse", 127, 10, 640),
-               site("old", 50, 5, 500)])
+BASE = json_of([site("lex", 32, 100, 4800), site("parse", 127, 10, 640),
+                site("old", 50, 5, 500)])
 # Rebuilt: parse's line moved to 130, old is gone, emit is new, lex grew.
-NEW = report([site("lex", 32, 150, 7200), site("parse", 130, 10, 640),
-              site("emit", 60, 1, 65536)])
+NEW = json_of([site("lex", 32, 150, 7200), site("parse", 130, 10, 640),
+               site("emit", 60, 1, 65536)])
 
 
 class MatchTest(unittest.TestCase):
@@ -59,16 +59,16 @@ class MatchTest(unittest.TestCase):
 
     def test_ambiguous_move_is_new_and_gone(self):
         # Two sites of one function, both moved: no guessing.
-        base = report([site("f", 10, 1, 10), site("f", 20, 1, 20)])
-        new = report([site("f", 11, 1, 10), site("f", 21, 1, 20)])
+        base = json_of([site("f", 10, 1, 10), site("f", 20, 1, 20)])
+        new = json_of([site("f", 11, 1, 10), site("f", 21, 1, 20)])
         self.assertEqual(sorted(c.match for c in diff.match_sites(base, new)),
                          ["gone", "gone", "new", "new"])
 
     def test_sampled_change_within_its_error_is_not_significant(self):
-        base = report([site("a", 1, 10.0, 1000.0, err=300.0),
-                       site("b", 2, 10.0, 1000.0, err=300.0)])
-        new = report([site("a", 1, 11.0, 1400.0, err=300.0),
-                      site("b", 2, 30.0, 3000.0, err=400.0)])
+        base = json_of([site("a", 1, 10.0, 1000.0, err=300.0),
+                        site("b", 2, 10.0, 1000.0, err=300.0)])
+        new = json_of([site("a", 1, 11.0, 1400.0, err=300.0),
+                       site("b", 2, 30.0, 3000.0, err=400.0)])
         sig = {c.function: c.significant for c in diff.match_sites(base, new)}
         # two sites: z* = 2.24; a: 400 < 2.24 x 424.3, b: 2000 > 2.24 x 500
         self.assertEqual(sig, {"a": False, "b": True})
@@ -79,14 +79,14 @@ class MatchTest(unittest.TestCase):
         self.assertAlmostEqual(diff.z_threshold(30), 3.144, places=3)
         # 30 sites each 2.0 errors apart: noise at that size, none flagged
         # (one standard error flagged all 30)
-        base = report([site("f%d" % i, i, 10.0, 1000.0, err=100.0)
-                       for i in range(30)])
-        new = report([site("f%d" % i, i, 10.0, 1000.0 + 2.0 * 141.43,
-                           err=100.0) for i in range(30)])
+        base = json_of([site("f%d" % i, i, 10.0, 1000.0, err=100.0)
+                        for i in range(30)])
+        new = json_of([site("f%d" % i, i, 10.0, 1000.0 + 2.0 * 141.43,
+                            err=100.0) for i in range(30)])
         changes = diff.match_sites(base, new)
         self.assertEqual(sum(c.significant for c in changes), 0)
-        new = report([site("f%d" % i, i, 10.0, 1000.0 + 3.2 * 141.43,
-                           err=100.0) for i in range(30)])
+        new = json_of([site("f%d" % i, i, 10.0, 1000.0 + 3.2 * 141.43,
+                            err=100.0) for i in range(30)])
         changes = diff.match_sites(base, new)
         self.assertEqual(sum(c.significant for c in changes), 30)
         doc = diff.diff_json("b", "n", base, new, changes)
@@ -121,10 +121,10 @@ class OutputTest(unittest.TestCase):
 
     def test_differential_flame_graph(self):
         main, lex, emit = frame("main", 1), frame("lex", 32), frame("emit", 60)
-        base = report([], [{"frames": [lex, main], "count": 100,
-                            "bytes": 4800}])
-        new = report([], [{"frames": [lex, main], "count": 150, "bytes": 7200},
-                          {"frames": [emit, main], "count": 1, "bytes": 65536}])
+        base = json_of([], [{"frames": [lex, main], "count": 100,
+                             "bytes": 4800}])
+        new = json_of([], [{"frames": [lex, main], "count": 150, "bytes": 7200},
+                           {"frames": [emit, main], "count": 1, "bytes": 65536}])
         doc = flamegraph.render_svg(diff.svg_stacks(new), base_stacks=diff.svg_stacks(
             base))
         ns = "{http://www.w3.org/2000/svg}"
@@ -147,8 +147,8 @@ class OutputTest(unittest.TestCase):
 
 
 class BadInputTest(unittest.TestCase):
-    """A JSON file that is not a report: BadReport, one line naming the
-    file and what is missing or wrong; never a KeyError later."""
+    """A JSON file that is not a JSON report: BadInput, one line naming
+    the file and what is missing or wrong; never a KeyError later."""
 
     def load(self, text):
         with tempfile.TemporaryDirectory() as tmp:
@@ -158,9 +158,9 @@ class BadInputTest(unittest.TestCase):
             return diff.load(path, lambda p: self.fail("not a recording"))
 
     def test_reports_that_are_not(self):
-        good = report([site("lex", 32, 1, 48)],
-                      [{"frames": [frame("lex", 32)], "count": 1,
-                        "bytes": 48}])
+        good = json_of([site("lex", 32, 1, 48)],
+                       [{"frames": [frame("lex", 32)], "count": 1,
+                         "bytes": 48}])
         self.assertEqual(self.load(json.dumps(good)), good)
         cases = {
             "{}": "has no 'sites'",
@@ -180,7 +180,7 @@ class BadInputTest(unittest.TestCase):
         }
         for text, said in cases.items():
             with self.subTest(text=text):
-                with self.assertRaises(diff.BadReport) as cm:
+                with self.assertRaises(diff.BadInput) as cm:
                     self.load(text)
                 msg = str(cm.exception)
                 self.assertIn(said, msg)

@@ -1,20 +1,21 @@
 """allocsites diff BASE NEW: what changed between two profiles.
 
 BASE and NEW are JSON reports (allocsites report --json), profile
-documents (--save-profile) or recordings (reported here first). Sites are matched across a rebuild: by function,
-file and line first ("same"), then, among what is left, by function and
-file when that names exactly one site on each side ("moved": the line
-changed); the rest are "new" or "gone". In sampled profiles a change
-smaller than z* combined standard errors (sqrt(e_base^2 + e_new^2), each
-site's bytes_error) is marked "not significant", where z* makes the
-chance that noise alone passes it at any of the m sites compared at most
-FAMILY_ALPHA (Bonferroni: z* = the normal quantile of 1 - alpha/(2m):
-1.96 for one site, 3.14 for 30). One standard error, the rule before,
-let 13 of 30 changes between identical runs through
-(bench/diff_noise.py measures both). The output: the table of
-changes, largest first; the totals before and after; optionally the same
-as JSON and a differential flame graph (widths from NEW, grown red, shrunk
-blue, as in Brendan Gregg's differential flame graphs)."""
+documents (--save-profile) or recordings (reported here first). Sites
+are matched across a rebuild: by function, file and line first ("same"),
+then, among what is left, by function and file when that names exactly
+one site on each side ("moved": the line changed); the rest are "new" or
+"gone". In sampled profiles a change smaller than z* combined standard
+errors (sqrt(e_base^2 + e_new^2), each site's bytes_error) is marked
+"not significant", where z* makes the chance that noise alone passes it
+at any of the m sites compared at most FAMILY_ALPHA (Bonferroni: z* =
+the normal quantile of 1 - alpha/(2m): 1.96 for one site, 3.14 for 30).
+One standard error, the rule before, let 13 of 30 changes between
+identical runs through (bench/diff_noise.py measures both). The output:
+the table of changes, largest first; the totals before and after;
+optionally the same as JSON and a differential flame graph (widths from
+NEW, grown red, shrunk blue, as in Brendan Gregg's differential flame
+graphs)."""
 
 import collections
 import json
@@ -40,37 +41,38 @@ def z_threshold(sites, alpha=FAMILY_ALPHA):
     return statistics.NormalDist().inv_cdf(1 - alpha / (2.0 * sites))
 
 
-class BadReport(ValueError):
+class BadInput(ValueError):
     """An input that is not an allocsites JSON report (its message names
     the file and what is wrong, in one line)."""
 
 
-def load(path, report_recording, report_document=None):
-    """A JSON report from path: itself if it is one, the JSON report of a
-    profile document (--save-profile; report_document(path, parsed
-    document) -> the JSON report as a dict), else the report of the
-    recording (report_recording(path) -> JSON text). Raises BadReport
-    for a JSON file that is not a report (checked: what diff reads)."""
+def load(path, json_of_recording, json_of_document=None):
+    """A JSON report from path, as a dict: itself if it is one, the JSON
+    report of a profile document (--save-profile; json_of_document(path,
+    parsed document) -> the JSON report as a dict), else the JSON report
+    of the recording (json_of_recording(path) -> JSON text). Raises
+    BadInput for a JSON file that is not a JSON report (checked: what
+    diff reads)."""
     import os
     import stat
     if os.path.exists(path) and not os.path.isdir(path) and \
             not stat.S_ISREG(os.stat(path).st_mode):
-        raise BadReport("%s: not a regular file (a pipe or a device)" % path)
+        raise BadInput("%s: not a regular file (a pipe or a device)" % path)
     with open(path, "rb") as f:
         head = f.read(8)
     if head.lstrip()[:1] == b"{":
         try:
             with open(path, encoding="utf-8") as f:
-                report = json.load(f)
+                js = json.load(f)
         except (ValueError, UnicodeDecodeError) as e:
-            raise BadReport("%s: not valid JSON (%s)" % (path, e))
-        if report_document is not None and isinstance(report, dict) and \
-                "format" in report:
-            report = report_document(path, report)
+            raise BadInput("%s: not valid JSON (%s)" % (path, e))
+        if json_of_document is not None and isinstance(js, dict) and \
+                "format" in js:
+            js = json_of_document(path, js)
     else:
-        report = json.loads(report_recording(path))
-    check(report, path)
-    return report
+        js = json.loads(json_of_recording(path))
+    check(js, path)
+    return js
 
 
 _NUMBER = (int, float)
@@ -84,47 +86,48 @@ _FRAME = (("function", str), ("file", str), ("line", int),
 def _need(obj, fields, what, path):
     for name, kind in fields:
         if name not in obj:
-            raise BadReport("%s: not an allocsites JSON report: %s has no "
-                            "%r" % (path, what, name))
+            raise BadInput("%s: not an allocsites JSON report: %s has no "
+                           "%r" % (path, what, name))
         if not isinstance(obj[name], kind) or isinstance(obj[name], bool) \
                 and kind is not bool:
-            raise BadReport("%s: not an allocsites JSON report: %s's %r is "
-                            "%r" % (path, what, name, obj[name]))
+            raise BadInput("%s: not an allocsites JSON report: %s's %r is "
+                           "%r" % (path, what, name, obj[name]))
 
 
-def check(report, path):
-    """Raises BadReport unless report has what diff reads."""
-    if not isinstance(report, dict):
-        raise BadReport("%s: not an allocsites JSON report (a JSON %s)"
-                        % (path, type(report).__name__))
-    _need(report, (("sites", list), ("totals", dict)), "the report", path)
-    _need(report["totals"], (("count", _NUMBER), ("bytes", _NUMBER)),
+def check(js, path):
+    """Raises BadInput unless js (a parsed JSON file) has what diff reads
+    of a JSON report."""
+    if not isinstance(js, dict):
+        raise BadInput("%s: not an allocsites JSON report (a JSON %s)"
+                       % (path, type(js).__name__))
+    _need(js, (("sites", list), ("totals", dict)), "the report", path)
+    _need(js["totals"], (("count", _NUMBER), ("bytes", _NUMBER)),
           "totals", path)
-    for i, site in enumerate(report["sites"]):
+    for i, site in enumerate(js["sites"]):
         if not isinstance(site, dict):
-            raise BadReport("%s: not an allocsites JSON report: site %d is "
-                            "not an object" % (path, i + 1))
+            raise BadInput("%s: not an allocsites JSON report: site %d is "
+                           "not an object" % (path, i + 1))
         _need(site, _SITE, "site %d" % (i + 1), path)
         err = site.get("bytes_error")
         if err is not None and not isinstance(err, _NUMBER):
-            raise BadReport("%s: not an allocsites JSON report: site %d's "
-                            "'bytes_error' is %r" % (path, i + 1, err))
-    stacks = report.get("stacks", [])
+            raise BadInput("%s: not an allocsites JSON report: site %d's "
+                           "'bytes_error' is %r" % (path, i + 1, err))
+    stacks = js.get("stacks", [])
     if not isinstance(stacks, list):
-        raise BadReport("%s: not an allocsites JSON report: 'stacks' is not "
-                        "a list" % path)
+        raise BadInput("%s: not an allocsites JSON report: 'stacks' is not "
+                       "a list" % path)
     for i, stack in enumerate(stacks):
         if not isinstance(stack, dict) or \
                 not isinstance(stack.get("frames"), list):
-            raise BadReport("%s: not an allocsites JSON report: stack %d "
-                            "has no frames" % (path, i + 1))
+            raise BadInput("%s: not an allocsites JSON report: stack %d "
+                           "has no frames" % (path, i + 1))
         _need(stack, (("count", _NUMBER), ("bytes", _NUMBER)),
               "stack %d" % (i + 1), path)
         for frame in stack["frames"]:
             if not isinstance(frame, dict):
-                raise BadReport("%s: not an allocsites JSON report: a frame "
-                                "of stack %d is not an object"
-                                % (path, i + 1))
+                raise BadInput("%s: not an allocsites JSON report: a frame "
+                               "of stack %d is not an object"
+                               % (path, i + 1))
             _need(frame, _FRAME, "a frame of stack %d" % (i + 1), path)
 
 
@@ -241,17 +244,18 @@ def diff_json(base_name, new_name, base, new, changes):
             else None}
 
 
-def svg_stacks(report):
-    """A JSON report's stacks as render_svg wants them (root first)."""
+def svg_stacks(js):
+    """A JSON report's stacks (js: the report as a dict) as render_svg
+    wants them (root first)."""
     out = []
-    for s in report.get("stacks", ()):
+    for s in js.get("stacks", ()):
         frames = [frame_label(_Frame(f)) for f in reversed(s["frames"])]
         out.append((frames, s["count"], s["bytes"]))
     return out
 
 
 class _Frame:
-    """A JSON frame, as report.frame_label reads one."""
+    """A JSON frame, as words.frame_label reads one."""
 
     def __init__(self, d):
         self.function, self.file = d["function"], d["file"]

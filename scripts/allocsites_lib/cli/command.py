@@ -184,7 +184,7 @@ def run_diff(opts, out=sys.stdout):
     from ..analyze import diff
     from ..render import flamegraph
 
-    def report_recording(path):
+    def json_of_recording(path):
         with tempfile.TemporaryDirectory(prefix="allocsites-diff-") as tmp:
             js = os.path.join(tmp, "r.json")
             status = run_report(path, options.report_options(
@@ -196,21 +196,21 @@ def run_diff(opts, out=sys.stdout):
             with open(js, encoding="utf-8") as f:
                 return f.read()
 
-    def report_document(path, doc):
+    def json_of_document(path, doc):
         # the JSON report the document's recording would have given
         from ..analyze import document
         from ..render import jsonout
         try:
             return jsonout.report_dict(document.from_dict(doc, path))
         except document.BadDocument as e:
-            raise diff.BadReport(str(e))
+            raise diff.BadInput(str(e))
 
     try:
-        base = diff.load(opts.base, report_recording, report_document)
-        new = diff.load(opts.new, report_recording, report_document)
+        base = diff.load(opts.base, json_of_recording, json_of_document)
+        new = diff.load(opts.new, json_of_recording, json_of_document)
     except FileNotFoundError as e:
         raise RecordError("%s: no such file" % e.filename)
-    except diff.BadReport as e:
+    except diff.BadInput as e:
         raise RecordError(str(e))
     except IsADirectoryError as e:
         raise RecordError("%s: a directory, not a report or recording"
