@@ -91,9 +91,9 @@ class FormsTest(unittest.TestCase):
                      "--tag", "a,b", "--skip", "^x$", "--skip", "y"])
         self.assertEqual((inv.form, inv.input, inv.jobs, inv.program),
                          ("report", "run.data", 2, None))
-        self.assertEqual(inv.report.skip, ["^x$", "y"])
-        self.assertEqual(inv.report.tag, ["a", "b"])
-        self.assertEqual(inv.report.top, 5)
+        self.assertEqual(inv.opts.skip, ["^x$", "y"])
+        self.assertEqual(inv.opts.tag, ["a", "b"])
+        self.assertEqual(inv.opts.top, 5)
 
     def test_report_options_are_parsed_once_as_the_workers_would(self):
         # The typed options the command takes are those a perf script
@@ -105,7 +105,7 @@ class FormsTest(unittest.TestCase):
                 "--stacks", "7", "--timeline", "tl.svg", "--sort", "peak",
                 "--phase", "lex", "--guest", "--guest-dispatch", "^v$",
                 "--save-profile", "doc.json"]
-        opts = parse(argv).report
+        opts = parse(argv).opts
         self.assertEqual(vars(opts),
                          vars(options.parse(options.report_argv(opts))))
         self.assertEqual(set(vars(opts)), set(vars(options.parse([]))))
@@ -116,9 +116,9 @@ class FormsTest(unittest.TestCase):
         self.assertEqual(inv.form, "profile")
         self.assertEqual(inv.record.output, "c.data")
         self.assertEqual(inv.program, ["prog", "--top"])
-        self.assertEqual(inv.report.svg, "c.svg")
+        self.assertEqual(inv.opts.svg, "c.svg")
         inv = parse(["--svg", "f.svg", "--", "prog"])
-        self.assertEqual(inv.report.svg, "f.svg")
+        self.assertEqual(inv.opts.svg, "f.svg")
 
     def test_report_argv_gives_back_every_report_option(self):
         # A report option that report_argv does not know would be lost on

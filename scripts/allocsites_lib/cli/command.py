@@ -252,13 +252,13 @@ def dispatch(argv):
         sys.stdout.write(USAGE)
         return 0
     if inv.form == "report":
-        return run_report(inv.input, inv.report, jobs=inv.jobs)
+        return run_report(inv.input, inv.opts, jobs=inv.jobs)
     if inv.form == "render":
-        return render_saved(inv.input, inv.report)
+        return render_saved(inv.input, inv.opts)
     if inv.form == "diff":
-        return run_diff(inv.report)
+        return run_diff(inv.opts)
     if inv.form == "record":
         return recording.record(inv.record, inv.program)
     status = recording.record(inv.record, inv.program)
-    report_status = run_report(inv.record.output, inv.report, jobs=inv.jobs)
+    report_status = run_report(inv.record.output, inv.opts, jobs=inv.jobs)
     return report_status or status

@@ -156,10 +156,10 @@ def diff_parser():
 # "diff"; record: the record options (output, stack_size, libs, frees,
 # sample, pid, duration) or None; input: the recording to report (report
 # form), the profile document (render form); jobs: -j or None;
-# report: the report options (options.report_options: typed, parsed
+# opts: the report options (options.report_options: typed, parsed
 # once), or diff's options in the diff form; program: PROG's argv.
 Invocation = collections.namedtuple(
-    "Invocation", "form record input jobs report program")
+    "Invocation", "form record input jobs opts program")
 
 
 def bytes_value(flag):
@@ -409,14 +409,14 @@ def parse(argv):
         opts.input = "perf.data"
     if form == "profile" and opts.svg is None:
         opts.svg = os.path.splitext(opts.output)[0] + ".svg"
-    report = None
+    report_opts = None
     if form != "record":
         options.check_outputs(opts)
         options.check_not_input(opts, opts.input if form == "report"
                                 else opts.output)
-        report = options.report_options(opts)
+        report_opts = options.report_options(opts)
     return Invocation(form, record, getattr(opts, "input", None),
-                      getattr(opts, "jobs", None), report, program)
+                      getattr(opts, "jobs", None), report_opts, program)
 
 
 def _render_invocation(opts):
