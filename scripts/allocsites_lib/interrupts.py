@@ -1,9 +1,9 @@
-"""SIGINT, SIGTERM or SIGHUP during a report, raised as Interrupted, so
-that a reader stops its perf processes and removes its files first.
+"""SIGINT, SIGTERM or SIGHUP during a report, raised as Interrupted.
 
-At the top of the package, as errors.py is: the readers (read/), the
-outputs' last step (render/outputs.py holds the signals while it renames
-the files into place) and the command (cli/) share it.
+Raised so that a reader stops its perf processes and removes its files
+first. At the top of the package, as errors.py is: the readers (read/),
+the outputs' last step (render/outputs.py holds the signals while it
+renames the files into place) and the command (cli/) share it.
 """
 
 import signal

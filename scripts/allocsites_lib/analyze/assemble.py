@@ -1,12 +1,13 @@
 """The Report assembled from a Tally: fold, liveness, verdict, warnings.
 
-The Report from a Tally: fold, liveness, the verdict, the warnings, and
-the data of the extras (pprof, timeline) a report carries; analyze/
-makes them, render/ only encodes or draws them.
+build makes the Report of a Tally: fold, liveness, the verdict, the
+warnings, and the data of the extras (pprof, timeline) a Report carries;
+analyze/ makes them, render/ only encodes or draws them.
+build_after_reading adds what only the reading knows.
 
-Used through pipeline.py by the perf entry script (scripts/allocsites.py)
-at trace_end and by `allocsites report`; runs on a hand-made Tally in
-tests."""
+pipeline.py calls build_after_reading for the perf entry script
+(scripts/allocsites.py) at trace_end and for `allocsites report`; tests
+call build on a hand-made Tally."""
 
 import collections
 import os

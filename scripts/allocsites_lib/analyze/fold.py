@@ -1,4 +1,7 @@
-"""A Tally folded into call sites and stacks: the report's Profile.
+"""A Tally folded into call sites and stacks: the Profile (Report.profile).
+
+A Profile is the sites, the stacks and their totals only; the Report
+(report.py) is a Profile plus all else known of the run.
 
 Two stages, so the per-event work stays a count (in C, or a dict update
 inside perf):
@@ -86,8 +89,9 @@ class Site:
 Stack = collections.namedtuple("Stack", "frames count bytes tags peak leaked "
                                "temporary", defaults=(None, None, None))
 
-# site_of: {(raw stack, tag): (function, file, line) of its site}, for
-# whatever is kept per key elsewhere (the timeline's series).
+# The sites (largest first), the stacks and the totals fold made: a
+# Report's profile. site_of: {(raw stack, tag): (function, file, line) of
+# its site}, for whatever is kept per key elsewhere (the timeline's series).
 Profile = collections.namedtuple(
     "Profile", "sites stacks count bytes truncated site_of", defaults=(None,))
 

@@ -1,10 +1,12 @@
-"""The finished report: folded tallies plus what is known about the run.
+"""The Report: what every renderer reads and --save-profile writes.
 
-Renderers (render/: table, jsonout, folded, csvout, flamegraph, timeline,
-pprofout) read a Report and nothing else, so each can be tested with a
-Report built by hand; words.py and render/text.py word its figures. What
-pprof and the timeline need is in it as plain data, made here in
-analyze/ (pprofdata.py, timeline_series.py).
+A Report is fold.py's Profile (sites, stacks, totals) plus all else
+known of the run: events, loss, verdict, liveness, warnings, the extras'
+data. Renderers (render/: table, jsonout, folded, csvout, flamegraph,
+timeline, pprofout) read a Report and nothing else, so each can be
+tested with a Report built by hand; words.py and render/text.py word its
+figures. What pprof and the timeline need is in it as plain data, made
+here in analyze/ (pprofdata.py, timeline_series.py).
 """
 
 import collections

@@ -1,5 +1,6 @@
-"""The allocsites command: record, report, or both in one go. The
-command line is parsers.py's; this module does the work."""
+"""The allocsites command's forms run: record, report, both, or diff.
+
+The command line is parsers.py's; this module does the work."""
 
 import argparse
 import gc

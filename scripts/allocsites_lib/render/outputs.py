@@ -1,8 +1,9 @@
-"""The outputs a report asks for: the table on stdout, the files (JSON,
-CSV, pprof, timeline, folded, flame graph, profile document), the
-warnings on stderr. Each file is a renderer of the Report in FILES: a new
-output is a module here and a line there (and its option in
-cli/options.py)."""
+"""Writes the outputs the options ask for: the table, the files, warnings.
+
+The table on stdout, the files (JSON, CSV, pprof, timeline, folded,
+flame graph, profile document), the warnings on stderr. Each file is a
+renderer of the Report in FILES: a new output is a module here and a
+line there (and its option in cli/options.py)."""
 
 import os
 import sys

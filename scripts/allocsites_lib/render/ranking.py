@@ -1,6 +1,6 @@
-"""The figures a --sort or --weight names, and whether a report knows them.
+"""The figures a --sort or --weight names, and whether a Report knows them.
 
-bytes and count are always known. peak and leaked need frees (the report's
+bytes and count are always known. peak and leaked need frees (the Report's
 liveness is None without them); temporary is counted in exact mode only.
 The table, folded stacks and the flame graph ask here, so they all refuse
 an unknown figure with the same one-line message (a ValueError the caller

@@ -1,6 +1,7 @@
-"""What the SVG renderers share: the font's metrics, labels fitted to a
-width, numbers and text as SVG attributes take them (flamegraph.py,
-timeline.py)."""
+"""What the SVG renderers (flamegraph.py, timeline.py) share.
+
+The font's metrics, labels fitted to a width, numbers and text as SVG
+attributes take them."""
 
 import re
 

@@ -1,7 +1,6 @@
-"""How the outputs word a report's loss and completeness verdict.
+"""How the outputs word a Report's loss, verdict and a sampled peak's error.
 
-How the outputs word a report's loss, its completeness verdict and a
-sampled peak's error; figures and frames in words are words.py's."""
+Figures and frames in words are words.py's."""
 
 import math
 
