@@ -47,6 +47,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /* read/eventlog.py's KINDS, in its order (the log's kind column) */
@@ -131,6 +132,7 @@ struct idmap { u64 *keys; u32 *slot; size_t n, cap; };
 struct tally {
 	struct emitter *em;
 	int log_fd;
+	int chunk_fd;           /* tally_follow: each chunk's line, or -1 */
 	u64 min_size;
 	struct def *defs;
 	int ndefs;
@@ -234,6 +236,7 @@ struct tally *tally_new(struct emitter *em, int log_fd, u64 min_size,
 	struct tally *t = xcalloc(1, sizeof(*t));
 	t->em = em;
 	t->log_fd = log_fd;
+	t->chunk_fd = -1;
 	t->min_size = min_size;
 	t->ndefs = ndefs;
 	t->defs = xcalloc((size_t)ndefs, sizeof(*t->defs));
@@ -250,6 +253,31 @@ struct tally *tally_new(struct emitter *em, int log_fd, u64 min_size,
 	t->c_size = xcalloc(SPILL_EVERY, 8);
 	t->c_key = xcalloc(SPILL_EVERY, 4);
 	return t;
+}
+
+void tally_follow(struct tally *t, int chunk_fd)
+{
+	t->chunk_fd = chunk_fd;
+}
+
+/* The chunk's line to the sweep that follows the log (allocsites-sweep's
+ * follow mode), once its columns are in the file. A socket, so that a
+ * sweep gone away is an error here (MSG_NOSIGNAL), not a SIGPIPE: the
+ * reader then stops telling it, and the sweep, missing a chunk, says so
+ * at the end (its count of chunks is checked). */
+static void tell_follower(struct tally *t, const char *line, size_t n)
+{
+	while (n && t->chunk_fd >= 0) {
+		ssize_t w = send(t->chunk_fd, line, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			t->chunk_fd = -1;
+			return;
+		}
+		line += w;
+		n -= (size_t)w;
+	}
 }
 
 void tally_def(struct tally *t, int index, const char *name,
@@ -487,6 +515,10 @@ static void spill(struct tally *t)
 	}
 	memcpy(t->chunks + t->chunks_len, line, (size_t)l + 1);
 	t->chunks_len += (size_t)l;
+	if (!t->write_error)
+		tell_follower(t, line, (size_t)l);
+	else
+		t->chunk_fd = -1;   /* the log is short: the sweep is wrong */
 	t->n = t->n_size = t->n_key = 0;
 }
 

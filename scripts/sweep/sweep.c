@@ -15,6 +15,8 @@
 struct plan {
 	struct u64map last_exit;   /* pid -> index of its last rt:exit */
 	int seen[256];
+	u32 scanned;               /* chunks scanned, and their events */
+	u64 base;
 };
 
 /* Codes: while sweeping, a code is (slot << 32 | key index), its slot
@@ -27,8 +29,9 @@ struct plan {
 #define CODE_KEY(code) ((code) & 0xffffffffu)
 
 struct sweep {
-	const struct plan *plan;
+	struct plan *plan;
 	u64 nkb;                   /* keys the per-key arrays hold */
+	u64 nkeys_seen;            /* the highest key index seen, plus 1 */
 	struct u64map slot_of;     /* phase id -> slot (1..), first seen */
 	u64 *slot_phase;           /* slot -> phase id */
 	u64 capslots;
@@ -59,9 +62,11 @@ struct sweep {
 	/* open phases at a process's end: (run, pid, tid, phase id) */
 	u64 *open_r, *open_phase; i32 *open_pid, *open_tid;
 	u64 nopen, capopen;
-	/* the sample times and where they are written (main pass only) */
-	const i64 *times;
+	/* the sample times and where they are written (main pass only);
+	 * times_first: the one time is the first event's, not known yet */
+	i64 *times;
 	u64 ntimes, j;
+	int times_first;
 	FILE *out;
 	int series;                /* P lines name each key's bytes */
 	int sampled;               /* sampled mode (struct log) */
@@ -78,26 +83,60 @@ static int cmp_u64(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+/* The plan of the chunks known and not yet scanned: the whole log, or
+ * in follow mode what the reader has written so far */
 static void plan_scan(const struct log *log, struct plan *p)
 {
 	struct cols c = { 0 };
-	u64 base = 0, i;
-	u32 ch;
+	u64 i;
 	int fresh;
 
-	memset(p, 0, sizeof *p);
-	for (ch = 0; ch < log->nchunks; ch++) {
-		cols_read(log, ch, &c);
+	for (; p->scanned < log->nchunks; p->scanned++) {
+		cols_read(log, p->scanned, &c);
 		for (i = 0; i < c.n; i++) {
 			u8 kind = c.kinds[i];
 			p->seen[kind] = 1;
 			if (kind == K_EXIT)
 				*u64map_put(&p->last_exit, (u64)(u32)c.pids[i],
-					    &fresh) = base + i;
+					    &fresh) = p->base + i;
 		}
-		base += c.n;
+		p->base += c.n;
 	}
 	free(c.buf);
+}
+
+/* Follow mode: waits for the reader's next chunk (or the end) and scans
+ * it; 0 at the end */
+static int more(struct plan *p, struct log *log)
+{
+	int got = log_more(log);
+
+	plan_scan(log, p);
+	return got;
+}
+
+/* Whether chunk ch is there, waiting for it in follow mode */
+static int chunk_ready(struct plan *p, struct log *log, u32 ch)
+{
+	while (ch >= log->nchunks && log->follow && more(p, log))
+		;
+	return ch < log->nchunks;
+}
+
+/* Whether event i, an rt:exit of pid, is the process's last: the plan
+ * says, once it has scanned every chunk that could hold a later one (in
+ * follow mode, a process's exits come at its end: the sweep waits there
+ * for the reader, or until a later exit of the pid shows up) */
+static int last_exit(struct plan *p, struct log *log, i32 pid, u64 i)
+{
+	for (;;) {
+		u64 *last = u64map_get(&p->last_exit, (u64)(u32)pid);
+		if (!last || *last != i)
+			return 0;
+		if (!log->follow || log->ended)
+			return 1;
+		more(p, log);
+	}
 }
 
 /* ------------------------------------------------------------ state */
@@ -146,7 +185,7 @@ static u32 slot_get(struct sweep *s, u64 phase)
 	return (u32)s->nslots++;
 }
 
-static void sweep_init(struct sweep *s, const struct plan *p, u64 nkeys)
+static void sweep_init(struct sweep *s, struct plan *p, u64 nkeys)
 {
 	memset(s, 0, sizeof *s);
 	s->plan = p;
@@ -610,9 +649,9 @@ static void snapshot(struct sweep *s)
 }
 
 /* _Sweep.run: replays the first `stop` events */
-static void run(struct sweep *s, const struct log *log, u64 stop)
+static void run(struct sweep *s, struct log *log, u64 stop)
 {
-	const struct plan *p = s->plan;
+	struct plan *p = s->plan;
 	struct cols c = { 0 };
 	struct proc *pr = NULL;
 	struct thread *th = NULL;
@@ -632,7 +671,7 @@ static void run(struct sweep *s, const struct log *log, u64 stop)
 
 	if (has_next)
 		next_t = s->times[s->j];
-	for (ch = 0; ch < log->nchunks && left; ch++) {
+	for (ch = 0; left && chunk_ready(p, log, ch); ch++) {
 		u64 ki = 0, si = 0, n;
 		cols_read(log, ch, &c);
 		n = c.n < left ? c.n : left;
@@ -643,6 +682,10 @@ static void run(struct sweep *s, const struct log *log, u64 stop)
 			i32 pid = c.pids[e], tid = c.tids[e];
 			u64 a = c.a[e], b = c.b[e];
 
+			if (s->times_first) {   /* the first event's time */
+				s->times_first = 0;
+				s->times[0] = next_t = t;
+			}
 			s->last_time = t;
 			s->has_time = 1;
 			while (has_next && t > next_t) {
@@ -666,9 +709,11 @@ static void run(struct sweep *s, const struct log *log, u64 stop)
 					die("chunk %u: more allocations than "
 					    "keys", ch);
 				k = c.keyidx[ki++];
-				if (k >= log->nkeys)
+				if (k >= log->nkeys && !log->follow)
 					die("key %llu out of range",
 					    (unsigned long long)k);
+				if (k >= s->nkeys_seen)
+					s->nkeys_seen = k + 1;
 				keys_need(s, k);
 				if (!have_tid || tid != ctid) {
 					th = thread_get(s, tid);
@@ -773,13 +818,9 @@ static void run(struct sweep *s, const struct log *log, u64 stop)
 				pr->commit -= d;
 				s->ctotal -= d;
 			} else if (kind >= K_RELEASE) {
-				u64 *last;
-				if (kind == K_EXIT) {
-					last = u64map_get(&p->last_exit,
-							  (u64)(u32)pid);
-					if (!last || *last != i)
-						continue;   /* not its last */
-				}
+				if (kind == K_EXIT &&
+				    !last_exit(p, log, pid, i))
+					continue;   /* not its last */
 				if (kind == K_RELEASE) {
 					release(s, pr, a, b);
 				} else if (kind == K_PHASE_BEGIN) {
@@ -867,7 +908,7 @@ static void put_double(FILE *f, double v)
 /* K code peak_bytes peak_count: what was live at the peak, from a replay
  * up to it (the oracle's live_by_code), in the order first met walking
  * the processes and their allocations in order */
-static void sampled_peak(const struct log *log, const struct plan *p,
+static void sampled_peak(struct log *log, struct plan *p,
 			 const struct numbering *nb, u64 stop, FILE *out)
 {
 	struct sweep r;
@@ -1003,7 +1044,8 @@ static void exact_codes(const struct sweep *s, const struct numbering *nb,
 	free(key);
 }
 
-void sweep_log(const struct log *log, const i64 *times, u64 ntimes, FILE *out)
+void sweep_log(struct log *log, i64 *times, u64 ntimes, int times_first,
+	       FILE *out)
 {
 	struct plan plan;
 	struct sweep s;
@@ -1013,16 +1055,23 @@ void sweep_log(const struct log *log, const i64 *times, u64 ntimes, FILE *out)
 
 	for (ch = 0; ch < log->nchunks; ch++)
 		total_events += log->chunks[ch].len[0];
+	if (log->follow)
+		total_events = UINT64_MAX;   /* as many as the reader writes */
+	memset(&plan, 0, sizeof plan);
 	plan_scan(log, &plan);
-	sweep_init(&s, &plan, log->nkeys);
+	sweep_init(&s, &plan, log->follow ? 1 : log->nkeys);
 	s.times = times;
 	s.ntimes = ntimes;
+	s.times_first = times_first;
 	s.out = out;
 	s.series = log->series;
 	s.sampled = log->sampled;
 	run(&s, log, total_events);
 	finish(&s);
 	drop_live(&s);
+	if (s.nkeys_seen > log->nkeys)   /* follow mode's end said fewer */
+		die("key %llu out of range",
+		    (unsigned long long)s.nkeys_seen - 1);
 
 	/* plan: has_release has_commit frees_recorded, then the phase ids
 	 * (after the P lines: the parser takes them in any order) */

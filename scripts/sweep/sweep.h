@@ -180,8 +180,11 @@ struct chunk {
 struct log {
 	int fd;
 	struct chunk *chunks;
-	u32 nchunks;
-	u64 nkeys;
+	u32 nchunks, capchunks;
+	u64 nkeys;      /* follow mode: known at the end */
+	/* follow mode: the chunks come as the reader writes them (log_more
+	 * reads them), until the end, which says how many there were */
+	int follow, ended;
 	u64 min_size;   /* --min-size: counted in no code below it */
 	int sampled;    /* sampled mode: rt:sample and rt:sample_free */
 	int series;     /* the timeline's points name each key's bytes */
@@ -195,8 +198,13 @@ struct cols {
 	size_t cap;
 };
 void cols_read(const struct log *log, u32 c, struct cols *out);
+/* follow mode: the next line of the request, a chunk or the end (0) */
+int log_more(struct log *log);
 
-void sweep_log(const struct log *log, const i64 *times, u64 ntimes, FILE *out);
+/* times: the timeline's sample times; ntimes 1 and times_first: the one
+ * time is the first event's (follow mode, where it is not known yet) */
+void sweep_log(struct log *log, i64 *times, u64 ntimes, int times_first,
+	       FILE *out);
 
 void put_i128(FILE *f, i128 v);
 /* a / b rounded once, as Python's int / int (below 2^53 exactly) */

@@ -87,6 +87,39 @@ class NativeAgainstPerf(ProfileTest):
                 self.assertGreater(report["events"]["alloc"] +
                                    report["events"].get("sample", 0), 0)
 
+    def test_the_reader_tells_the_follower_every_chunk(self):
+        # allocsites-read --chunk-fd: each chunk of the event log told as
+        # it is written, the same as the stream's chunk table, then the
+        # report's end line; here to a program that keeps what it is told
+        # (the sweep's follow mode is in tests/unit/test_liveness.py).
+        from allocsites_lib.read import native
+        from allocsites_lib.read.tally import Tally
+        # t_basic 300000: more than a chunk (2^19 events) of log
+        data = self.record(program("t_exec"), [program("t_basic"), "300000"],
+                           env={"TRUTH_FILE": os.devnull})
+        kept = os.path.join(self.tmp, "told.txt")
+        keeper = os.path.join(self.tmp, "keeper.sh")
+        with open(keeper, "w") as f:
+            f.write("#!/bin/sh\nexec cat > %s\n" % kept)
+        os.chmod(keeper, 0o755)
+        follower = native.Follower(keeper, lambda fd: b"fd %d\n" % fd, {})
+        tally = Tally(0)
+        result = native.run(READER, data, tally, follower=follower)
+        self.assertEqual(result.read_errors, [])
+        self.assertIs(tally.log.follower, follower)
+        follower.proc.wait()
+        follower.discard()
+        with open(kept) as f:
+            told = f.read().splitlines()
+        log = tally.log
+        f, table = log.export()
+        self.assertEqual(told[1:-1], ["chunk %d %s" % (
+            offset, " ".join(map(str, lengths))) for offset, lengths in table])
+        self.assertEqual(told[-1], "end %d %d %d" % (
+            len(log.keys), len(table), len(log)))
+        self.assertEqual(len(table), 1 + (len(log) - 1) // (1 << 19))
+        self.assertEqual(told[0], "fd %d" % f.fileno())
+
     def test_exec_and_a_second_program(self):
         data = self.record(program("t_exec"), [program("t_basic"), "5"],
                            env={"TRUTH_FILE": os.devnull})

@@ -543,8 +543,10 @@ class _Sweep:
 
 def sweep(log, mode, points=400, min_size=0, series=True):
     """The Liveness of an EventLog, as liveness.sweep gives it (the same
-    assembly, liveness._assemble), swept here in Python."""
-    times = liveness.sample_times(log, points)
+    assembly, liveness._assemble), swept here in Python. series False:
+    the timeline's one point is its origin, the first event (as there)."""
+    times = liveness.sample_times(log, points) if series else \
+        [log.first_time()] if len(log) else []
     plan = _Plan(log, mode, min_size)
     main = _Sweep(log, plan, times).run(len(log))
     if main.peak_i < 0:

@@ -139,12 +139,29 @@ def _timeline(log, plan, times, main, peak_kb, totals, committed, series):
 def sweep(log, mode, points=400, min_size=0, series=True):
     """The Liveness of an EventLog; mode 'exact' or 'sampled'; min_size
     (--min-size): smaller allocations count in no entry (they are still
-    live memory); series False: the timeline without each key's bytes
-    (by_key empty; only a timeline of sites needs them).
+    live memory); series False: no chart of the timeline is made, whose
+    points then are only its origin, the first event (by_key empty).
 
-    The sweep runs in allocsites-sweep (nativesweep.py). Raises
-    nativesweep.SweepError, one line, where it is not built or fails."""
-    times = sample_times(log, points)
+    The sweep runs in allocsites-sweep (nativesweep.py); one that
+    followed the reader (log.follower) is taken where it answers what is
+    asked. Raises nativesweep.SweepError, one line, where it is not built
+    or fails."""
+    followed = log.follower
+    if followed is not None:
+        log.follower = None
+        if followed.params == {"mode": mode, "min_size": min_size} and \
+                not series and len(log):
+            try:
+                got = nativesweep.collect(followed, log)
+            except nativesweep.SweepError:
+                pass   # swept again below: the same answer, later
+            else:
+                return _assemble(log, got.plan, got.main, got.peak_codes,
+                                 [log.first_time()], got.peak_kb,
+                                 got.totals, got.committed, None)
+        followed.discard()
+    times = sample_times(log, points) if series else \
+        [log.first_time()] if len(log) else []
     program = nativesweep.program_path()
     if program is None:
         raise nativesweep.SweepError(

@@ -60,11 +60,18 @@ def _read_and_render(data, opts, perf, stdout, jobs, err):
     from .. import pipeline
     from ..read.tally import Tally
     probed = buildids.read_buildids(data)   # {binary: build-ids}, or {}
+    from ..analyze import nativesweep
+    # The liveness sweep follows the reader, on another CPU, unless the
+    # timeline's points are asked for (nativesweep.py says why);
+    # ALLOCSITES_FOLLOW=0: after it (the same answer; benchmarks, tests)
+    follow = not (opts.timeline or opts.save_profile) and \
+        os.environ.get("ALLOCSITES_FOLLOW") != "0"
+    follower = nativesweep.follower(opts.min_size) if follow else None
     try:
         got = reading.read_recording(
             data, options.report_argv(opts), lambda: Tally(opts.min_size),
             perf,
-            ENTRY_SCRIPT, probed, jobs=jobs, err=err)
+            ENTRY_SCRIPT, probed, jobs=jobs, err=err, follower=follower)
     except reading.ReaderFailed as e:
         raise RecordError(str(e))
     if got is None:   # refused, or nothing read: said

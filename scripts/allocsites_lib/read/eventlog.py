@@ -88,6 +88,10 @@ class EventLog:
         self._spilled = 0   # events in the file
         self._first = self._last = None   # times of the spilled events
 
+    # A process sweeping the log while the reader wrote it (native.Follower),
+    # whose answer the liveness sweep may take instead of sweeping again.
+    follower = None
+
     @classmethod
     def from_file(cls, f, chunks, keys, events, first, last):
         """The log another process wrote to the file f, chunk by chunk in
@@ -180,6 +184,10 @@ class EventLog:
                                    for name, _ in _COLUMNS]))
         f.flush()
         return f, table
+
+    def chunk_count(self):
+        """The chunks in the log's file (each as _spill writes it)."""
+        return len(self._chunks)
 
     def first_time(self):
         if self._first is not None:

@@ -18,6 +18,7 @@ was most of the report's time.
 
 import collections
 import os
+import socket
 import struct
 import subprocess
 import sys
@@ -222,12 +223,76 @@ def fill_tally(tally, lines, stacks, log_file):
                                        first, last)
 
 
-def run(reader, data, tally, total=0, err=None, progress=None):
+class Follower:
+    """A program that reads the event log while the reader writes it:
+    the liveness sweep in its follow mode (analyze/nativesweep.py says
+    what to start, and reads its answer). Started with the log's
+    descriptor and request(fd) on a socket that the reader then tells
+    each chunk on (--chunk-fd), and the end on (end()). proc: its
+    process, whose stdout holds the answer; params: what the caller
+    said it was started for."""
+
+    def __init__(self, program, request, params):
+        self.program, self.request, self.params = program, request, params
+        self.proc = self.sock = None
+
+    def start(self, log_fd):
+        """Starts it; returns the descriptor for the reader's --chunk-fd,
+        or None when it could not start (the report then sweeps after
+        the reader, as without it)."""
+        try:
+            ours, theirs = socket.socketpair()
+        except OSError:
+            return None
+        try:
+            self.proc = subprocess.Popen(
+                [self.program], stdin=theirs, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, pass_fds=(log_fd,), env=child_env())
+            ours.sendall(self.request(log_fd))
+        except OSError:
+            ours.close()
+            self.discard()
+            return None
+        finally:
+            theirs.close()
+        self.sock = ours
+        return ours.fileno()
+
+    def end(self, log):
+        """The reader is done and log is its EventLog: the end line
+        (keys, chunks and events, which the sweep checks against what it
+        was told)."""
+        try:
+            self.sock.sendall(b"end %d %d %d\n" % (
+                max(1, len(log.keys)), log.chunk_count(), len(log)))
+        except OSError:
+            pass   # the follower is gone: its answer says so
+        self.sock.close()
+        self.sock = None
+
+    def discard(self):
+        """Stops it, when its answer is not wanted."""
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            for f in (self.proc.stdout, self.proc.stderr):
+                f.close()
+            self.proc = None
+
+
+def run(reader, data, tally, total=0, err=None, progress=None,
+        follower=None):
     """Reads the recording at data with the allocsites-read at reader into
     tally; returns a Result (read_errors: what the reader said went
     wrong, one line each). total: the samples the scan counted, for the
-    progress line on a terminal. Raises interrupts.Interrupted on SIGINT,
-    SIGTERM or SIGHUP, after stopping the reader."""
+    progress line on a terminal. follower: a Follower to start on the
+    event log; when the reading went well it is left on the log
+    (tally.log.follower), else stopped. Raises interrupts.Interrupted on
+    SIGINT, SIGTERM or SIGHUP, after stopping the reader."""
     import signal
     from .. import interrupts
     from .progress import Progress, progress_text
@@ -237,7 +302,7 @@ def run(reader, data, tally, total=0, err=None, progress=None):
         stream.on_block = lambda: progress.show(
             progress_text(stream.events, total))
     argv = [reader, "--min-size", str(tally.min_size), data]
-    log_file = None
+    log_file = chunk_fd = None
     if tally.log is not None:
         # The event log goes to a file as the reader writes it, in the
         # log's spill format (eventlog.py): the report's memory is then
@@ -251,6 +316,11 @@ def run(reader, data, tally, total=0, err=None, progress=None):
                                "log (TMPDIR): %s" % e)
         log_file = os.fdopen(fd, "w+b")
         argv[1:1] = ["--log-fd", str(fd)]
+        chunk_fd = follower.start(fd) if follower is not None else None
+        if chunk_fd is not None:
+            argv[1:1] = ["--chunk-fd", str(chunk_fd)]
+    else:
+        follower = None
     read_errors = []
     saved = {}
     proc = None
@@ -261,8 +331,9 @@ def run(reader, data, tally, total=0, err=None, progress=None):
                                 stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, bufsize=1 << 20,
                                 env=child_env(),
-                                pass_fds=(log_file.fileno(),)
-                                if log_file else ())
+                                pass_fds=(log_file.fileno(),) + (
+                                    (chunk_fd,) if chunk_fd is not None
+                                    else ()) if log_file else ())
         try:
             stream.feed(proc.stdout)
             fill_tally(tally, stream.tally_lines, stream.stacks, log_file)
@@ -272,8 +343,12 @@ def run(reader, data, tally, total=0, err=None, progress=None):
         errors = proc.stderr.read().decode("utf-8", "replace")
         status = proc.wait()
     except OSError as e:
+        if follower is not None:
+            follower.discard()
         raise RuntimeError("cannot run %s: %s" % (reader, e))
     except BaseException:
+        if follower is not None:
+            follower.discard()
         if log_file is not None:
             log_file.close()
         raise
@@ -296,4 +371,11 @@ def run(reader, data, tally, total=0, err=None, progress=None):
                            % -status)
     elif status > 0 and not errors.strip():
         read_errors.append("allocsites-read exited with status %d" % status)
+    if follower is not None:
+        if follower.sock is not None and not read_errors and \
+                status == 0 and tally.log is not None:
+            follower.end(tally.log)
+            tally.log.follower = follower
+        else:   # the log may be short: the sweep after the reader says so
+            follower.discard()
     return Result(tally, 1, 0, False, read_errors, [], stream.notes)
