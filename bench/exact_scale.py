@@ -110,7 +110,7 @@ def events_of(report_json):
         r["complete"]
 
 
-def allocsites_row(label, prog, units, tmp, record_args=()):
+def allocsites_row(label, prog, units, tmp, record_args=(), after=False):
     data = os.path.join(tmp, "run.data")
     out = os.path.join(tmp, "r.json")
     say("%s: record minicc %d" % (label, units))
@@ -123,6 +123,11 @@ def allocsites_row(label, prog, units, tmp, record_args=()):
     say("%s: report" % label)
     rep_s, rss, rc, err = run(ALLOCSITES + ["report", "-i", data, "--json",
                                             out])
+    if after:   # the same report with the sweep after the reader
+        say("%s: report, the sweep after the reader" % label)
+        after_s, after_rss, _, _ = run(
+            ALLOCSITES + ["report", "-i", data],
+            env=dict(os.environ, ALLOCSITES_FOLLOW="0"))
     try:
         events, complete = events_of(out)
     except (OSError, ValueError, KeyError):
@@ -132,8 +137,11 @@ def allocsites_row(label, prog, units, tmp, record_args=()):
             os.unlink(leftover)
     last = err.strip().splitlines()[-1:] if rc not in (0, 3) else []
     return [label, "%.1f s" % rec_s,
-            "%.1f s" % rep_s if not last else "failed: %s" % last,
-            "%.0f MB" % (rss / 1e6),
+            ("%.1f s" % rep_s + (" (sweep after: %.1f s)" % after_s
+                                  if after else ""))
+            if not last else "failed: %s" % last,
+            "%.0f MB" % (rss / 1e6) + (" (%.0f MB)" % (after_rss / 1e6)
+                                        if after else ""),
             "%.1f" % (size / events) if events else "-",
             {True: "yes", False: "no", None: "not checked"}[complete]]
 
@@ -165,6 +173,10 @@ def main():
                          "run (default 25000: 10^8 allocations take about "
                          "25 minutes to record exactly here, and the "
                          "report as long again)")
+    ap.add_argument("--sweep-after", action="store_true",
+                    help="report each recording a second time with the "
+                         "liveness sweep after the reader "
+                         "(ALLOCSITES_FOLLOW=0), in parentheses")
     ap.add_argument("--tools", default=",".join(TOOLS),
                     help="the rows to run, of %s (default: all; a size "
                          "this large that only some fit the time, e.g. "
@@ -185,8 +197,10 @@ def main():
     have_heaptrack = shutil.which("heaptrack") is not None
     print("# Exact mode at scale: allocsites and heaptrack on minicc\n")
     print("Machine: %s, %d CPUs, %s; `bench/exact_scale.py --units %s "
-          "--tools %s`.\n" % (platform.node(), os.cpu_count(),
-                               platform.release(), args.units, args.tools))
+          "--tools %s%s`.\n" % (platform.node(), os.cpu_count(),
+                                 platform.release(), args.units, args.tools,
+                                 " --sweep-after" if args.sweep_after
+                                 else ""))
     print("| allocations | tool | record | report | report memory "
           "| bytes/event | complete |")
     print("|---|---|---|---|---|---|---|")
@@ -205,13 +219,15 @@ def main():
             rows = [["native", "%.2f s" % nat_s, "", "", "", ""]]
             if "floor" in tools:
                 rows.append(allocsites_row("no call graph (floor)", minicc,
-                                           units, tmp, ["--unwind", "none"]))
+                                           units, tmp, ["--unwind", "none"],
+                                           args.sweep_after))
             if "dwarf" in tools:
                 rows.append(allocsites_row("allocsites dwarf", minicc,
-                                           units, tmp))
+                                           units, tmp, (), args.sweep_after))
             if "fp" in tools:
                 rows.append(allocsites_row("allocsites fp", minicc_fp,
-                                           units, tmp, ["--unwind", "fp"]))
+                                           units, tmp, ["--unwind", "fp"],
+                                           args.sweep_after))
             if "sampled" in tools:
                 rows.append(allocsites_row("sampled 512k", minicc, units,
                                            tmp, ["--sample", "512k"]))

@@ -1099,6 +1099,20 @@ class NativeSweep(unittest.TestCase):
             self.assertEqual(comparable(getattr(got, field), None),
                              comparable(getattr(want, field), None))
 
+    def test_a_follower_not_needed_is_stopped(self):
+        # a recording without frees or phases is not swept: the sweep
+        # that followed the reader is stopped, not left running
+        log = log_of([("alloc", 1, 1, 1, 16, 8, 8, A)], spill_every=7)
+        follower = nativesweep.follower()
+        f, _ = log.export()
+        follower.start(f.fileno())
+        log.follower = follower
+        proc = follower.proc
+        liveness.unswept(log)
+        self.assertIsNone(log.follower)
+        self.assertIsNone(follower.proc)
+        self.assertIsNotNone(proc.poll())
+
     def test_an_unbuilt_sweep_is_said(self):
         old = os.environ.get("BUILD")
         os.environ["BUILD"] = "/nonexistent"

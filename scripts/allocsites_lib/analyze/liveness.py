@@ -179,6 +179,13 @@ def sweep(log, mode, points=400, min_size=0, series=True):
                      got.series if series else None)
 
 
+def unswept(log):
+    """The log will not be swept: a sweep that followed it is stopped."""
+    if log.follower is not None:
+        log.follower.discard()
+        log.follower = None
+
+
 def _nonzero(counters):
     """(code, value) of the counters not zero (a dict, or a list by code)."""
     if isinstance(counters, list):
