@@ -121,8 +121,12 @@ def allocsites_row(label, prog, units, tmp, record_args=(), after=False):
                 "", ""]
     size = os.path.getsize(data)
     say("%s: report" % label)
+    # with --sweep-after, the first report's sweep follows the reader
+    # whatever the CPUs (ALLOCSITES_FOLLOW=1), the second's runs after it
     rep_s, rss, rc, err = run(ALLOCSITES + ["report", "-i", data, "--json",
-                                            out])
+                                            out],
+                              env={"ALLOCSITES_FOLLOW": "1"} if after
+                              else None)
     if after:   # the same report with the sweep after the reader
         say("%s: report, the sweep after the reader" % label)
         after_s, after_rss, _, _ = run(
@@ -174,9 +178,9 @@ def main():
                          "25 minutes to record exactly here, and the "
                          "report as long again)")
     ap.add_argument("--sweep-after", action="store_true",
-                    help="report each recording a second time with the "
-                         "liveness sweep after the reader "
-                         "(ALLOCSITES_FOLLOW=0), in parentheses")
+                    help="report each recording twice: the liveness "
+                         "sweep following the reader (ALLOCSITES_FOLLOW=1), "
+                         "then after it (=0, in parentheses)")
     ap.add_argument("--tools", default=",".join(TOOLS),
                     help="the rows to run, of %s (default: all; a size "
                          "this large that only some fit the time, e.g. "

@@ -43,9 +43,12 @@ class NativeAgainstPerf(ProfileTest):
         return data
 
     def report(self, data, reader, *extra):
+        # the native reader with the sweep following it (on any number of
+        # CPUs), against perf script's workers and the sweep after them
         out = os.path.join(self.tmp, "%s.json" % reader)
         rep = allocsites(["report", "-i", data, "-j", "1", "--json", out] +
-                         list(extra), env={"ALLOCSITES_READER": reader})
+                         list(extra), env={"ALLOCSITES_READER": reader,
+                                           "ALLOCSITES_FOLLOW": "1"})
         self.assertNotIn("Traceback", rep.stderr)
         with open(out) as f:
             return json.load(f), rep

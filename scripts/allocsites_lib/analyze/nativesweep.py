@@ -12,10 +12,12 @@ the peak, the timeline's columns).
 
 It runs after the reader (run), or alongside it (follower, collect):
 started with the reader, it is told each chunk of the log as the reader
-writes it, and sweeps while the reader reads, on the other CPU. Only an
-exact-mode sweep without the timeline's points (no --timeline or
---save-profile) can follow: their sample times are spread over the
-whole log, whose end is not known while it is written.
+writes it, and sweeps while the reader reads, on another CPU (where
+there is one: cli/command.py decides). Only an exact-mode sweep without
+the timeline's points (no --timeline or --save-profile) can follow:
+their sample times are spread over the whole log, whose end is not
+known while it is written (docs/design.md, "The sweep follows the
+reader").
 
 The Python sweep it replaced stays in the tests as the oracle
 (tests/oracle/liveness_py.py); tests/unit/test_liveness.py holds the two

@@ -61,12 +61,8 @@ def _read_and_render(data, opts, perf, stdout, jobs, err):
     from ..read.tally import Tally
     probed = buildids.read_buildids(data)   # {binary: build-ids}, or {}
     from ..analyze import nativesweep
-    # The liveness sweep follows the reader, on another CPU, unless the
-    # timeline's points are asked for (nativesweep.py says why);
-    # ALLOCSITES_FOLLOW=0: after it (the same answer; benchmarks, tests)
-    follow = not (opts.timeline or opts.save_profile) and \
-        os.environ.get("ALLOCSITES_FOLLOW") != "0"
-    follower = nativesweep.follower(opts.min_size) if follow else None
+    follower = nativesweep.follower(opts.min_size) \
+        if _sweep_follows(opts) else None
     try:
         got = reading.read_recording(
             data, options.report_argv(opts), lambda: Tally(opts.min_size),
@@ -89,6 +85,28 @@ def _read_and_render(data, opts, perf, stdout, jobs, err):
     if rep.bad_options:   # a --tag or --phase that names nothing
         return 2
     return INCOMPLETE if rep.verdict.complete is False else 0
+
+
+# The CPUs a report needs for the sweep to follow the reader: the
+# reader's two threads, this process reading its stream, and the sweep.
+# On 2 CPUs following gained 3% at 10^7 and lost 13% at 10^8
+# (docs/benchmarks.md, "The sweep follows the reader").
+FOLLOW_CPUS = 4
+
+
+def _sweep_follows(opts):
+    """Whether the liveness sweep follows the native reader (nativesweep.py)
+    rather than running after it: not when the timeline's points are
+    asked for (their times span the whole log), and only where a CPU is
+    free for it; ALLOCSITES_FOLLOW=1 or 0 says so instead (the same
+    answer either way; tests, benchmarks)."""
+    if opts.timeline or opts.save_profile:
+        return False
+    said = os.environ.get("ALLOCSITES_FOLLOW")
+    if said in ("0", "1"):
+        return said == "1"
+    from ..read import worker_sizing
+    return worker_sizing.cpu_count() >= FOLLOW_CPUS
 
 
 def render_saved(path, opts, stdout=None, err=None):
