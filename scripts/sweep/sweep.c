@@ -977,22 +977,39 @@ static u32 *codes_by(const struct codes *c, const u64 *key, u64 *n)
 	return v;
 }
 
+/* The codes in the order of the oracle's counters (which the assembly's
+ * dicts keep): by answer code where it keeps them in a list, up to 2^20
+ * codes, else as first counted (first_es). counted: each code's count
+ * (samples, or allocations); the codes that counted nothing come last,
+ * or with uncounted 0 not at all. *n of them. */
+static u32 *codes_in_counter_order(const struct sweep *s,
+				   const struct numbering *nb,
+				   const i64 *counted, int uncounted, u64 *n)
+{
+	const struct codes *c = &s->codes;
+	u64 i, *key = xmalloc(((size_t)c->n + 1) * sizeof *key);
+	int dense = nb->nslots * nb->nkeys <= (u64)1 << 20;
+	u32 *v;
+
+	for (i = 0; i < c->n; i++)
+		key[i] = counted[i] ? (dense ? final_code(nb, s, c->code[i]) :
+				       c->first_es[i]) :
+			uncounted ? ((u64)1 << 63) + i : UINT64_MAX;
+	v = codes_by(c, key, n);
+	free(key);
+	return v;
+}
+
 /* F code count bytes count_by_size samples (the codes that counted a
- * sample, in the order of the oracle's counters: by code where it keeps
- * them in a list, up to 2^20 codes, else as first counted), then L code
- * leaked_bytes leaked_count (as first leaked) */
+ * sample, in the oracle's order), then L code leaked_bytes leaked_count
+ * (as first leaked) */
 static void sampled_codes(const struct sweep *s, const struct numbering *nb,
 			  FILE *out)
 {
 	const struct codes *c = &s->codes;
-	u64 n, i, *key = xmalloc(((size_t)c->n + 1) * sizeof *key);
-	u32 *v;
-	int dense = nb->nslots * nb->nkeys <= (u64)1 << 20;
+	u64 n, i;
+	u32 *v = codes_in_counter_order(s, nb, c->es, 0, &n);
 
-	for (i = 0; i < c->n; i++)
-		key[i] = !c->es[i] ? UINT64_MAX : dense ?
-			final_code(nb, s, c->code[i]) : c->first_es[i];
-	v = codes_by(c, key, &n);
 	for (i = 0; i < n; i++) {
 		u32 ci = v[i];
 		fprintf(out, "F %llu",
@@ -1014,7 +1031,6 @@ static void sampled_codes(const struct sweep *s, const struct numbering *nb,
 		fputc('\n', out);
 	}
 	free(v);
-	free(key);
 }
 
 /* C code ec eb temp leaked_b leaked_c peak_b peak_c, for every code, in
@@ -1024,14 +1040,9 @@ static void exact_codes(const struct sweep *s, const struct numbering *nb,
 			FILE *out)
 {
 	const struct codes *c = &s->codes;
-	u64 n, i, *key = xmalloc(((size_t)c->n + 1) * sizeof *key);
-	u32 *v;
-	int dense = nb->nslots * nb->nkeys <= (u64)1 << 20;
+	u64 n, i;
+	u32 *v = codes_in_counter_order(s, nb, c->ec, 1, &n);
 
-	for (i = 0; i < c->n; i++)
-		key[i] = !c->ec[i] ? ((u64)1 << 63) + i : dense ?
-			final_code(nb, s, c->code[i]) : c->first_es[i];
-	v = codes_by(c, key, &n);
 	for (i = 0; i < n; i++) {
 		u32 ci = v[i];
 		i128 f[7] = { c->ec[ci], c->eb[ci], c->temp[ci], c->lb[ci],
@@ -1041,7 +1052,6 @@ static void exact_codes(const struct sweep *s, const struct numbering *nb,
 		put_line(out, "", 7, f);
 	}
 	free(v);
-	free(key);
 }
 
 void sweep_log(struct log *log, i64 *times, u64 ntimes, int times_first,

@@ -121,10 +121,11 @@ struct codes {
 	i128 *liveb, *sb;
 	i64 *livec, *sc;
 	u64 *ep;
-	/* sampled mode: estimated counts (doubles, summed in liveness.py's
+	/* sampled mode: estimated counts (doubles, summed in the oracle's
 	 * order so that they come out bit for bit the same), the sum of
-	 * count / size, the samples; when each code first counted a
-	 * sample and first leaked (the order of liveness.py's dicts) */
+	 * count / size, the samples, and when each code first leaked;
+	 * both modes: when each code first counted (a sample, or an
+	 * allocation): the order of the oracle's dicts */
 	double *fc, *fw2, *flc;
 	i64 *es;
 	u64 *first_es, *first_leak;

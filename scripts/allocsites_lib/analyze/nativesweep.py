@@ -125,22 +125,32 @@ def collect(follower, log):
     """The Answer of a sweep that followed log (follower: the log's
     Follower, ended). Raises SweepError when it failed; stops it in
     every case."""
-    proc = follower.proc
     try:
-        try:
-            answer = parse(proc.stdout, max(1, len(log.keys)), 1)
-        except (SweepError, ValueError, IndexError, TypeError) as e:
-            answer, problem = None, "allocsites-sweep: %s" % e
-        if answer is None:
-            proc.kill()
-        err = proc.stderr.read().decode(errors="replace").strip()
-        if proc.wait() != 0 or answer is None:
-            raise SweepError(err or problem if answer is None else
-                             err or "allocsites-sweep: exit status %d"
-                             % proc.returncode)
-        return answer
+        return _answer(follower.proc, max(1, len(log.keys)), 1)
     finally:
         follower.discard()
+
+
+def _answer(proc, nkeys, npoints, sampled=False, request=None):
+    """The Answer allocsites-sweep at proc writes (after request, if any,
+    on its stdin), proc reaped; SweepError, with the line it said on
+    stderr, when it failed or its answer cannot be read."""
+    try:
+        if request is not None:
+            proc.stdin.write(request)
+            proc.stdin.close()
+        answer = parse(proc.stdout, nkeys, npoints, sampled)
+    except (BrokenPipeError, SweepError, ValueError, IndexError,
+            TypeError) as e:
+        proc.kill()
+        proc.wait()
+        err = proc.stderr.read().decode(errors="replace").strip()
+        raise SweepError(err or "allocsites-sweep: %s" % e) from None
+    err = proc.stderr.read().decode(errors="replace").strip()
+    if proc.wait() != 0:
+        raise SweepError(err or "allocsites-sweep: exit status %d"
+                         % proc.returncode)
+    return answer
 
 
 def parse(lines, nkeys, npoints, sampled=False):
@@ -237,24 +247,12 @@ def run(log, times, program, directory=None, min_size=0, series=True,
         except OSError as e:
             raise SweepError("allocsites-sweep: %s" % e) from None
         try:
-            proc.stdin.write(request(fd, nkeys, times, table, min_size,
-                                     series, sampled))
-            proc.stdin.close()
-            answer = parse(proc.stdout, nkeys, len(times), sampled)
-        except (BrokenPipeError, SweepError, ValueError, IndexError,
-                TypeError) as e:
-            proc.kill()
-            proc.wait()
-            err = proc.stderr.read().decode(errors="replace").strip()
-            raise SweepError(err or "allocsites-sweep: %s" % e) from None
+            return _answer(proc, nkeys, len(times), sampled,
+                           request(fd, nkeys, times, table, min_size,
+                                   series, sampled))
         finally:
             proc.stdout.close()
-        err = proc.stderr.read().decode(errors="replace").strip()
-        proc.stderr.close()
-        if proc.wait() != 0:
-            raise SweepError(err or "allocsites-sweep: exit status %d"
-                             % proc.returncode)
-        return answer
+            proc.stderr.close()
     finally:
         if owned:
             f.close()
