@@ -89,7 +89,7 @@ def _read_and_render(data, opts, perf, stdout, jobs, err):
 
 # The CPUs a report needs for the sweep to follow the reader: the
 # reader's two threads, this process reading its stream, and the sweep.
-# On 2 CPUs following gained 3% at 10^7 and lost 13% at 10^8
+# On 2 CPUs following was 1% to 14% slower, 10^6 to 10^8
 # (docs/benchmarks.md, "The sweep follows the reader").
 FOLLOW_CPUS = 4
 
