@@ -26,7 +26,12 @@ MAILBOX_SO = $(if $(wildcard $(DLFILTER_H)),$(BUILD)/allocsites_mailbox.so)
 # report's default path; elfutils' libdw unwinds, libzstd decompresses
 # (Debian: libdw-dev, libelf-dev, libzstd-dev, from ci/install-deps.sh);
 # libiberty (libiberty-dev) demangles C++ names as perf does.
-READER_SRC := $(wildcard scripts/reader/*.c)
+# It runs the liveness sweep in a thread of its own (reader/sweeper.c,
+# allocsites-read --sweep): the sweep's sources but its main.c.
+READER_SRC := $(wildcard scripts/reader/*.c) \
+	$(filter-out scripts/sweep/main.c,$(wildcard scripts/sweep/*.c))
+READER_H := scripts/reader/reader.h scripts/reader/sweeper.h \
+	scripts/sweep/sweep.h
 READER = $(BUILD)/allocsites-read
 
 # The exact-mode liveness sweep (scripts/sweep/, allocsites-sweep): what
@@ -48,11 +53,11 @@ $(SWEEP): $(SWEEP_SRC) scripts/sweep/sweep.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -std=gnu11 -Wall -Wextra $(SWEEP_SRC) -o $@
 
-$(READER): $(READER_SRC) scripts/reader/reader.h
+$(READER): $(READER_SRC) $(READER_H)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -std=gnu11 -Wall -Wextra $(READER_SRC) -o $@ -ldw -lelf -lzstd -liberty -pthread
 
-$(READER_ASAN): $(READER_SRC) scripts/reader/reader.h
+$(READER_ASAN): $(READER_SRC) $(READER_H)
 	@mkdir -p $(@D)
 	$(CC) -O1 -g $(SANITIZE) -std=gnu11 -Wall -Wextra $(READER_SRC) -o $@ \
 		-ldw -lelf -lzstd -liberty -pthread
@@ -65,7 +70,7 @@ $(READER_ASAN): $(READER_SRC) scripts/reader/reader.h
 # that do not crash are found. Its work is under $(BUILD)/fuzz/.
 FUZZ_SECONDS ?= 300
 READER_AFL = $(BUILD)/fuzz/allocsites-read-afl
-$(READER_AFL): $(READER_SRC) scripts/reader/reader.h
+$(READER_AFL): $(READER_SRC) $(READER_H)
 	@mkdir -p $(@D)
 	AFL_USE_ASAN=1 AFL_USE_UBSAN=1 AFL_QUIET=1 afl-clang-fast -O1 -g \
 		-std=gnu11 $(READER_SRC) -o $@ -ldw -lelf -lzstd -liberty -pthread

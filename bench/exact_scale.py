@@ -121,8 +121,8 @@ def allocsites_row(label, prog, units, tmp, record_args=(), after=False):
                 "", ""]
     size = os.path.getsize(data)
     say("%s: report" % label)
-    # with --sweep-after, the first report's sweep follows the reader
-    # whatever the CPUs (ALLOCSITES_FOLLOW=1), the second's runs after it
+    # with --sweep-after, the first report's sweep runs in the reader
+    # (the default, ALLOCSITES_FOLLOW=1), the second's after it
     rep_s, rss, rc, err = run(ALLOCSITES + ["report", "-i", data, "--json",
                                             out],
                               env={"ALLOCSITES_FOLLOW": "1"} if after
@@ -179,8 +179,9 @@ def main():
                          "report as long again)")
     ap.add_argument("--sweep-after", action="store_true",
                     help="report each recording twice: the liveness "
-                         "sweep following the reader (ALLOCSITES_FOLLOW=1), "
-                         "then after it (=0, in parentheses)")
+                         "sweep in the reader (the default, "
+                         "ALLOCSITES_FOLLOW=1), then after it (=0, in "
+                         "parentheses)")
     ap.add_argument("--tools", default=",".join(TOOLS),
                     help="the rows to run, of %s (default: all; a size "
                          "this large that only some fit the time, e.g. "

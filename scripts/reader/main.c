@@ -6,11 +6,15 @@
  * distinct stacks and the tally in the binary stream emit.c describes,
  * and the event log to a file the caller opened.
  *
- *   allocsites-read [--min-size N] [--log-fd FD [--chunk-fd FD2]] FILE
+ *   allocsites-read [--min-size N] [--log-fd FD [--sweep]] FILE
  *                                   the stream on stdout, the event
- *                                   log to FD (none without), each of
- *                                   its chunks told on FD2 (a socket:
- *                                   the sweep following the log)
+ *                                   log to FD (none without); with
+ *                                   --sweep, the liveness sweep run
+ *                                   here on the log in memory, its
+ *                                   answer in the stream (sweeper.c),
+ *                                   FD only for chunks it falls behind
+ *                                   on (ALLOCSITES_SWEEP_HELD=N: past
+ *                                   N chunks, at most 64)
  *   allocsites-read --text FILE     every sample and its stack as
  *                                   text, to read or diff
  *   allocsites-read --lines FILE    source lines of the addresses on
@@ -265,7 +269,8 @@ static int on_record(void *vc, const u8 *rec, u32 size, struct buf *b)
 }
 
 static const char usage[] = "usage: allocsites-read [--min-size N] "
-	"[--log-fd FD [--chunk-fd FD]] FILE\n       allocsites-read --text FILE\n"
+	"[--log-fd FD [--sweep]] FILE\n"
+	"       allocsites-read --text FILE\n"
 	"       allocsites-read --lines FILE < ADDRESSES\n";
 
 /* A decimal option's value; -1 when it is not one. */
@@ -284,7 +289,8 @@ int main(int argc, char **argv)
 {
 	static struct ctx c;
 	const char *path = NULL;
-	u64 min_size = 0, log_fd = (u64)-1, chunk_fd = (u64)-1;
+	u64 min_size = 0, log_fd = (u64)-1;
+	int sweep = 0;
 	if (argc > 1 && !strcmp(argv[1], "--scan"))
 		return scan_main(argc, argv);    /* scan.c */
 	if (argc == 3 && !strcmp(argv[1], "--lines"))
@@ -292,6 +298,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--text"))
 			c.text = 1;
+		else if (!strcmp(argv[i], "--sweep"))
+			sweep = 1;
 		else if (!strcmp(argv[i], "--min-size") && i + 1 < argc) {
 			if (number(argv[++i], &min_size)) {
 				fputs(usage, stderr);
@@ -299,12 +307,6 @@ int main(int argc, char **argv)
 			}
 		} else if (!strcmp(argv[i], "--log-fd") && i + 1 < argc) {
 			if (number(argv[++i], &log_fd) || log_fd > INT32_MAX) {
-				fputs(usage, stderr);
-				return 2;
-			}
-		} else if (!strcmp(argv[i], "--chunk-fd") && i + 1 < argc) {
-			if (number(argv[++i], &chunk_fd) ||
-			    chunk_fd > INT32_MAX) {
 				fputs(usage, stderr);
 				return 2;
 			}
@@ -335,8 +337,8 @@ int main(int argc, char **argv)
 	}
 	c.tally = tally_new(c.em, log_fd == (u64)-1 ? -1 : (int)log_fd,
 			    min_size, c.pf.nattrs);
-	if (chunk_fd != (u64)-1 && log_fd != (u64)-1)
-		tally_follow(c.tally, (int)chunk_fd);
+	if (sweep && log_fd != (u64)-1)
+		tally_sweep(c.tally);
 	for (int i = 0; i < c.pf.nattrs; i++)
 		tally_def(c.tally, i, c.pf.attrs[i].name, c.pf.attrs[i].fmt);
 	int rc = perffile_records_threaded(&c.pf, on_record, &c, err,

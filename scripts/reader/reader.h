@@ -258,9 +258,11 @@ int emit_close(struct emitter *e);
 struct tally;
 struct tally *tally_new(struct emitter *em, int log_fd, u64 min_size,
 			int ndefs);
-/* tally.c: each chunk of the event log, once written, told on chunk_fd
- * (a socket) as "chunk OFFSET L0 .. L7" (the sweep's follow mode) */
-void tally_follow(struct tally *t, int chunk_fd);
+/* tally.c: the liveness sweep run here, in a thread (sweeper.c), on
+ * the log's chunks in memory; its answer in the TALLY block ("swept",
+ * then "sweep LINE" each); needs the log (log_fd) for a sweep that
+ * falls behind; not in sampled mode */
+void tally_sweep(struct tally *t);
 void tally_def(struct tally *t, int index, const char *name,
 	       const struct tpformat *fmt);
 /* data, size: the sample's raw data, where its string fields lie */

@@ -43,11 +43,11 @@
  *   chunk OFFSET N_kinds N_times N_pids N_tids N_a N_b N_sizes N_keyidx
  */
 #include "reader.h"
+#include "sweeper.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 /* read/eventlog.py's KINDS, in its order (the log's kind column) */
@@ -78,7 +78,7 @@ static const struct { u64 value; int kind; } plain_kinds[] = {
 	{ 9, K_EXIT } };
 
 #define NARGS 8
-#define SPILL_EVERY (1u << 19)     /* eventlog.SPILL_EVERY */
+#define SPILL_EVERY LOG_CHUNK_EVENTS   /* eventlog.SPILL_EVERY */
 #define EXIT_PADDING ((u64)-1)
 
 typedef unsigned __int128 u128;
@@ -132,7 +132,6 @@ struct idmap { u64 *keys; u32 *slot; size_t n, cap; };
 struct tally {
 	struct emitter *em;
 	int log_fd;
-	int chunk_fd;           /* tally_follow: each chunk's line, or -1 */
 	u64 min_size;
 	struct def *defs;
 	int ndefs;
@@ -154,13 +153,15 @@ struct tally {
 	u64 frees;
 	u128 freed_bytes;
 	int phases_from_samples;
-	/* the log: columns of the chunk being filled, then the file */
-	u8 *c_kind;
-	int64_t *c_time;
-	int32_t *c_pid, *c_tid;
-	u64 *c_a, *c_b, *c_size;
-	u32 *c_key;
+	/* the log: columns of the chunk being filled, then the file, or
+	 * the sweep in a thread of ours (tally_sweep: wanted; sweeper:
+	 * started at the first chunk, where the recording allows) */
+	struct logcols col;
 	size_t n, n_size, n_key;
+	size_t chunk_events;    /* a chunk's events: SPILL_EVERY, or
+	                         * SWEEP_CHUNK while the sweep may be ours */
+	int sweep_wanted, sweep_refused;
+	struct sweeper *sweeper;
 	u64 logged, first_time, last_time, offset;
 	char *chunks;           /* the chunk lines */
 	size_t chunks_len, chunks_cap;
@@ -236,7 +237,6 @@ struct tally *tally_new(struct emitter *em, int log_fd, u64 min_size,
 	struct tally *t = xcalloc(1, sizeof(*t));
 	t->em = em;
 	t->log_fd = log_fd;
-	t->chunk_fd = -1;
 	t->min_size = min_size;
 	t->ndefs = ndefs;
 	t->defs = xcalloc((size_t)ndefs, sizeof(*t->defs));
@@ -244,40 +244,15 @@ struct tally *tally_new(struct emitter *em, int log_fd, u64 min_size,
 		t->defs[i].kind = K_NONE;
 	t->cap_keys = 1024;
 	t->key_slots = xcalloc(t->cap_keys, sizeof(u32));
-	t->c_kind = xcalloc(SPILL_EVERY, 1);
-	t->c_time = xcalloc(SPILL_EVERY, 8);
-	t->c_pid = xcalloc(SPILL_EVERY, 4);
-	t->c_tid = xcalloc(SPILL_EVERY, 4);
-	t->c_a = xcalloc(SPILL_EVERY, 8);
-	t->c_b = xcalloc(SPILL_EVERY, 8);
-	t->c_size = xcalloc(SPILL_EVERY, 8);
-	t->c_key = xcalloc(SPILL_EVERY, 4);
+	logcols_alloc(&t->col);
+	t->chunk_events = SPILL_EVERY;
 	return t;
 }
 
-void tally_follow(struct tally *t, int chunk_fd)
+void tally_sweep(struct tally *t)
 {
-	t->chunk_fd = chunk_fd;
-}
-
-/* The chunk's line to the sweep that follows the log (allocsites-sweep's
- * follow mode), once its columns are in the file. A socket, so that a
- * sweep gone away is an error here (MSG_NOSIGNAL), not a SIGPIPE: the
- * reader then stops telling it, and the sweep, missing a chunk, says so
- * at the end (its count of chunks is checked). */
-static void tell_follower(struct tally *t, const char *line, size_t n)
-{
-	while (n && t->chunk_fd >= 0) {
-		ssize_t w = send(t->chunk_fd, line, n, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			t->chunk_fd = -1;
-			return;
-		}
-		line += w;
-		n -= (size_t)w;
-	}
+	t->sweep_wanted = 1;
+	t->chunk_events = SWEEP_CHUNK;
 }
 
 void tally_def(struct tally *t, int index, const char *name,
@@ -491,19 +466,46 @@ static void write_all(struct tally *t, const void *p, size_t n)
 	}
 }
 
+/* The recording's events suit the sweep in a thread of ours: no
+ * rt:sample (sampled mode's sweep replays the log up to the peak) */
+static int sweep_suits(const struct tally *t)
+{
+	for (int i = 0; i < t->ndefs; i++)
+		if (t->defs[i].kind == K_SAMPLE ||
+		    t->defs[i].kind == K_SAMPLE_FREE)
+			return 0;
+	return 1;
+}
+
 static void spill(struct tally *t)
 {
 	if (!t->n || t->log_fd < 0)
 		return;
+	if (t->sweep_wanted && !t->sweeper && !t->sweep_refused) {
+		if (sweep_suits(t)) {
+			t->sweeper = sweeper_start(t->log_fd, t->min_size);
+		} else {
+			t->sweep_refused = 1;
+			t->chunk_events = SPILL_EVERY;
+		}
+	}
+	if (t->sweeper) {   /* in memory to the sweep, not to the file */
+		t->col.n = t->n;
+		t->col.n_size = t->n_size;
+		t->col.n_key = t->n_key;
+		sweeper_chunk(t->sweeper, &t->col);
+		t->n = t->n_size = t->n_key = 0;
+		return;
+	}
 	u64 at = t->offset;
-	write_all(t, t->c_kind, t->n);
-	write_all(t, t->c_time, t->n * 8);
-	write_all(t, t->c_pid, t->n * 4);
-	write_all(t, t->c_tid, t->n * 4);
-	write_all(t, t->c_a, t->n * 8);
-	write_all(t, t->c_b, t->n * 8);
-	write_all(t, t->c_size, t->n_size * 8);
-	write_all(t, t->c_key, t->n_key * 4);
+	write_all(t, t->col.kind, t->n);
+	write_all(t, t->col.time, t->n * 8);
+	write_all(t, t->col.pid, t->n * 4);
+	write_all(t, t->col.tid, t->n * 4);
+	write_all(t, t->col.a, t->n * 8);
+	write_all(t, t->col.b, t->n * 8);
+	write_all(t, t->col.size, t->n_size * 8);
+	write_all(t, t->col.key, t->n_key * 4);
 	char line[256];
 	int l = snprintf(line, sizeof(line),
 			 "chunk %llu %zu %zu %zu %zu %zu %zu %zu %zu\n",
@@ -515,10 +517,6 @@ static void spill(struct tally *t)
 	}
 	memcpy(t->chunks + t->chunks_len, line, (size_t)l + 1);
 	t->chunks_len += (size_t)l;
-	if (!t->write_error)
-		tell_follower(t, line, (size_t)l);
-	else
-		t->chunk_fd = -1;   /* the log is short: the sweep is wrong */
 	t->n = t->n_size = t->n_key = 0;
 }
 
@@ -530,20 +528,20 @@ static void log_event(struct tally *t, int kind, u64 time, u32 pid,
 		return;
 	size_t i = t->n;
 	int64_t tm = time > INT64_MAX ? INT64_MAX : (int64_t)time;
-	t->c_kind[i] = (u8)kind;
-	t->c_time[i] = tm;
-	t->c_pid[i] = pid > INT32_MAX ? INT32_MAX : (int32_t)pid;
-	t->c_tid[i] = tid > INT32_MAX ? INT32_MAX : (int32_t)tid;
-	t->c_a[i] = a;
-	t->c_b[i] = b;
+	t->col.kind[i] = (u8)kind;
+	t->col.time[i] = tm;
+	t->col.pid[i] = pid > INT32_MAX ? INT32_MAX : (int32_t)pid;
+	t->col.tid[i] = tid > INT32_MAX ? INT32_MAX : (int32_t)tid;
+	t->col.a[i] = a;
+	t->col.b[i] = b;
 	if (kind == K_SAMPLE)
-		t->c_size[t->n_size++] = size;
+		t->col.size[t->n_size++] = size;
 	if (has_key)
-		t->c_key[t->n_key++] = key;
+		t->col.key[t->n_key++] = key;
 	if (!t->logged++)
 		t->first_time = (u64)tm;
 	t->last_time = (u64)tm;
-	if (++t->n == SPILL_EVERY)
+	if (++t->n == t->chunk_events)
 		spill(t);
 }
 
@@ -956,6 +954,22 @@ int tally_finish(struct tally *t)
 		(unsigned long long)t->last_time);
 	if (t->chunks_len)
 		fwrite(t->chunks, 1, t->chunks_len, f);
+	if (t->sweeper) {   /* its answer, a line each */
+		size_t alen;
+		char *answer = sweeper_end(t->sweeper, t->nkeys, &alen);
+		t->sweeper = NULL;
+		fputs("swept\n", f);
+		for (char *line = answer, *end; line < answer + alen;
+		     line = end + 1) {
+			end = memchr(line, '\n', (size_t)(answer + alen - line));
+			if (!end)
+				end = answer + alen;
+			fputs("sweep ", f);
+			fwrite(line, 1, (size_t)(end - line), f);
+			fputc('\n', f);
+		}
+		free(answer);
+	}
 	if (t->guest_text) {
 		if (fclose(t->guest_text)) {
 			fprintf(stderr, "allocsites-read: out of memory (the "

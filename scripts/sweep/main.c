@@ -18,10 +18,13 @@
  *                           its columns (kinds times pids tids a b sizes
  *                           keyidx), each column's array right after the
  *                           one before, as EventLog._spill writes them
- *   chunks follow           or follow mode: the sweep runs while the
- *                           reader writes the log; "chunk OFFSET L0..L7"
- *                           lines come as it writes each chunk, then
- *                           "end NKEYS NCHUNKS NEVENTS" (log_more)
+ *   chunks follow           or follow mode: "chunk OFFSET L0..L7"
+ *                           lines come one by one, then "end NKEYS
+ *                           NCHUNKS NEVENTS" (stdin_more); the mode the
+ *                           reader runs the sweep in, in a thread
+ *                           (reader/sweeper.c, with the chunks in
+ *                           memory), here for the tests to drive it
+ *                           chunk by chunk (tests/unit/test_liveness.py)
  *
  * stdout, one record a line (sweep.c's sweep_log): plan, P (a point of
  * the timeline), B (live bytes of a key at the peak), C (a code's
@@ -34,52 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static const size_t width[8] = { 1, 8, 4, 4, 8, 8, 8, 4 };
-
-void cols_read(const struct log *log, u32 ch, struct cols *c)
-{
-	const struct chunk *k = &log->chunks[ch];
-	size_t need = 0, at[8], i;
-	u64 off = k->offset;
-	u8 *base;
-
-	for (i = 0; i < 8; i++) {
-		at[i] = need;
-		need += (k->len[i] * width[i] + 15) & ~(size_t)15;
-	}
-	if (need > c->cap) {
-		free(c->buf);
-		c->buf = xmalloc(need);
-		c->cap = need;
-	}
-	base = c->buf;
-	for (i = 0; i < 8; i++) {
-		size_t len = k->len[i] * width[i], done = 0;
-		while (done < len) {
-			ssize_t got = pread(log->fd, base + at[i] + done,
-					    len - done, (off_t)(off + done));
-			if (got < 0 && errno == EINTR)
-				continue;
-			if (got <= 0)
-				die("the event log: %s", got < 0 ?
-				    strerror(errno) : "shorter than said");
-			done += (size_t)got;
-		}
-		off += len;
-	}
-	c->kinds = base + at[0];
-	c->times = (i64 *)(base + at[1]);
-	c->pids = (i32 *)(base + at[2]);
-	c->tids = (i32 *)(base + at[3]);
-	c->a = (u64 *)(base + at[4]);
-	c->b = (u64 *)(base + at[5]);
-	c->sizes = (u64 *)(base + at[6]);
-	c->keyidx = (u32 *)(base + at[7]);
-	c->n = k->len[0];
-	c->nsizes = k->len[6];
-	c->nkeyidx = k->len[7];
-}
 
 static void expect(const char *word)
 {
@@ -120,12 +77,10 @@ static void read_chunk(struct log *log)
 	log->nchunks++;
 }
 
-/* Follow mode: "chunk OFFSET L0 .. L7" as the reader writes each chunk
- * (allocsites-read --chunk-fd), then "end NKEYS NCHUNKS NEVENTS" from
- * the report once the reader is done; a chunk missed (the reader could
- * not send it) or a reader gone without its end is an error, never a
- * sweep of part of the log. */
-int log_more(struct log *log)
+/* Follow mode: "chunk OFFSET L0 .. L7" lines, then "end NKEYS NCHUNKS
+ * NEVENTS"; a chunk missed or an end missing is an error, never a sweep
+ * of part of the log. */
+static int stdin_more(struct log *log)
 {
 	char word[32];
 	u64 nchunks, nevents, total = 0, i;
@@ -200,6 +155,7 @@ int main(void)
 		die("request: the chunks expected");
 	if (!strcmp(word, "follow")) {
 		log.follow = 1;
+		log.more = stdin_more;
 	} else {
 		char *end;
 		u64 n = strtoull(word, &end, 10);

@@ -109,7 +109,7 @@ static void plan_scan(const struct log *log, struct plan *p)
  * it; 0 at the end */
 static int more(struct plan *p, struct log *log)
 {
-	int got = log_more(log);
+	int got = log->more(log);
 
 	plan_scan(log, p);
 	return got;
@@ -839,6 +839,8 @@ static void run(struct sweep *s, struct log *log, u64 stop)
 		}
 		if (si > c.nsizes)
 			die("chunk %u: more samples than sizes", ch);
+		if (log->done && e == c.n)   /* all of it swept */
+			log->done(log, ch);
 	}
 	free(c.buf);
 	while (has_next) {   /* the sample times after the last event */

@@ -41,6 +41,9 @@ void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* what die's line starts with: "allocsites-sweep" (the reader, running
+ * the sweep in a thread, names itself) */
+extern const char *die_prefix;
 
 /* ------------------------------------------------------------ table.c */
 struct u64map {
@@ -173,9 +176,13 @@ struct thread {
 };
 
 /* ------------------------------------------------------------ sweep.c */
+struct cols;
+
 struct chunk {
 	u64 offset;
 	u64 len[8];     /* kinds times pids tids a b sizes keyidx */
+	struct cols *mem;   /* its columns in memory (the reader's own
+	                     * sweep), or NULL: in the file at offset */
 };
 
 struct log {
@@ -189,6 +196,14 @@ struct log {
 	u64 min_size;   /* --min-size: counted in no code below it */
 	int sampled;    /* sampled mode: rt:sample and rt:sample_free */
 	int series;     /* the timeline's points name each key's bytes */
+	/* follow mode: waits for the next chunks (1) or the end (0, having
+	 * set nkeys and ended): from stdin (main.c) or, in the reader's own
+	 * sweep, from its queue (reader/sweeper.c) */
+	int (*more)(struct log *log);
+	/* follow mode, if set: chunk ch is swept and never read again (the
+	 * reader takes its memory back) */
+	void (*done)(struct log *log, u32 ch);
+	void *arg;
 };
 
 /* the columns of one chunk, read back */
@@ -198,9 +213,9 @@ struct cols {
 	void *buf;
 	size_t cap;
 };
+/* chunks.c: chunk c's columns, read from the file into out->buf (kept
+ * for the next), or pointed at where they are in memory */
 void cols_read(const struct log *log, u32 c, struct cols *out);
-/* follow mode: the next line of the request, a chunk or the end (0) */
-int log_more(struct log *log);
 
 /* times: the timeline's sample times; ntimes 1 and times_first: the one
  * time is the first event's (follow mode, where it is not known yet) */

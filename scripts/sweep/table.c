@@ -7,11 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *die_prefix = "allocsites-sweep";
+
 void die(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("allocsites-sweep: ", stderr);
+	fprintf(stderr, "%s: ", die_prefix);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);

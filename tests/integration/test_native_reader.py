@@ -42,13 +42,13 @@ class NativeAgainstPerf(ProfileTest):
         self.assertEqual(rec.returncode, 0, rec.stderr)
         return data
 
-    def report(self, data, reader, *extra):
-        # the native reader with the sweep following it (on any number of
-        # CPUs), against perf script's workers and the sweep after them
+    def report(self, data, reader, *extra, env=None):
+        # the native reader with the liveness sweep in it (its default),
+        # against perf script's workers and the sweep after them
         out = os.path.join(self.tmp, "%s.json" % reader)
         rep = allocsites(["report", "-i", data, "-j", "1", "--json", out] +
-                         list(extra), env={"ALLOCSITES_READER": reader,
-                                           "ALLOCSITES_FOLLOW": "1"})
+                         list(extra), env=dict({"ALLOCSITES_READER": reader},
+                                               **(env or {})))
         self.assertNotIn("Traceback", rep.stderr)
         with open(out) as f:
             return json.load(f), rep
@@ -90,38 +90,44 @@ class NativeAgainstPerf(ProfileTest):
                 self.assertGreater(report["events"]["alloc"] +
                                    report["events"].get("sample", 0), 0)
 
-    def test_the_reader_tells_the_follower_every_chunk(self):
-        # allocsites-read --chunk-fd: each chunk of the event log told as
-        # it is written, the same as the stream's chunk table, then the
-        # report's end line; here to a program that keeps what it is told
-        # (the sweep's follow mode is in tests/unit/test_liveness.py).
+    def test_the_reader_sweeps_in_memory(self):
+        # allocsites-read --sweep: the liveness sweep in a thread of the
+        # reader, on the log's chunks in memory: nothing written to the
+        # log's file, and the report the same as with the sweep after
+        # the reader (ALLOCSITES_FOLLOW=0); t_basic 300000: more than
+        # 2^19 events, several of its chunks (2^15 events)
         from allocsites_lib.read import native
         from allocsites_lib.read.tally import Tally
-        # t_basic 300000: more than a chunk (2^19 events) of log
-        data = self.record(program("t_exec"), [program("t_basic"), "300000"],
+        data = self.record(program("t_basic"), ["300000"],
                            env={"TRUTH_FILE": os.devnull})
-        kept = os.path.join(self.tmp, "told.txt")
-        keeper = os.path.join(self.tmp, "keeper.sh")
-        with open(keeper, "w") as f:
-            f.write("#!/bin/sh\nexec cat > %s\n" % kept)
-        os.chmod(keeper, 0o755)
-        follower = native.Follower(keeper, lambda fd: b"fd %d\n" % fd, {})
         tally = Tally(0)
-        result = native.run(READER, data, tally, follower=follower)
+        result = native.run(READER, data, tally, sweep=True)
         self.assertEqual(result.read_errors, [])
-        self.assertIs(tally.log.follower, follower)
-        follower.proc.wait()
-        follower.discard()
-        with open(kept) as f:
-            told = f.read().splitlines()
-        log = tally.log
-        f, table = log.export()
-        self.assertEqual(told[1:-1], ["chunk %d %s" % (
-            offset, " ".join(map(str, lengths))) for offset, lengths in table])
-        self.assertEqual(told[-1], "end %d %d %d" % (
-            len(log.keys), len(table), len(log)))
-        self.assertEqual(len(table), 1 + (len(log) - 1) // (1 << 19))
-        self.assertEqual(told[0], "fd %d" % f.fileno())
+        self.assertIsNotNone(tally.log.answered)
+        self.assertEqual(tally.log.chunk_count(), 0)
+        self.assertEqual(os.fstat(tally.log._file.fileno()).st_size, 0)
+        self.assertGreater(len(tally.log), 1 << 19)
+        self.assertEqual(tally.log.answered[-1], "end")
+        after, _ = self.report(data, "native",
+                               env={"ALLOCSITES_FOLLOW": "0"})
+        swept, _ = self.report(data, "native")
+        self.assertEqual(swept, after)
+
+    def test_a_sweep_held_back_reads_the_file(self):
+        # a fork's child exits while its parent goes on: the sweep waits
+        # at that exit for the end of the log (it may not be the
+        # process's last), the chunks after it held back; past
+        # ALLOCSITES_SWEEP_HELD of them they go to the log's file, and
+        # the report is the same
+        for name, args in (("t_live", []), ("t_deep", ["60"])):
+            with self.subTest(prog=name):
+                data = self.record(program(name), args)
+                want, _ = self.report(data, "native",
+                                      env={"ALLOCSITES_FOLLOW": "0"})
+                for held in ("0", "1"):
+                    got, rep = self.report(
+                        data, "native", env={"ALLOCSITES_SWEEP_HELD": held})
+                    self.assertEqual(got, want, rep.stderr)
 
     def test_exec_and_a_second_program(self):
         data = self.record(program("t_exec"), [program("t_basic"), "5"],

@@ -35,21 +35,36 @@ def sweep(log, mode, points=400, engine="native", min_size=0, series=True):
                           series=series)
 
 
+def follow(log, table, min_size=0, end=None):
+    """allocsites-sweep's answer lines in follow mode, the mode the
+    native reader runs it in (allocsites-read --sweep), told table's
+    chunks of log's file one by one, then the end (end: another line)."""
+    import subprocess
+    request = ["fd %d" % log._file.fileno(), "nkeys 0",
+               "min_size %d" % min_size, "series 0", "sampled 0",
+               "times first", "chunks follow"]
+    request += ["chunk %d %s" % (offset, " ".join(map(str, lengths)))
+                for offset, lengths in table]
+    request.append(end or "end %d %d %d" % (max(1, len(log.keys)),
+                                            len(table), len(log)))
+    proc = subprocess.run([nativesweep.program_path()],
+                          input=("\n".join(request) + "\n").encode(),
+                          capture_output=True,
+                          pass_fds=(log._file.fileno(),))
+    if proc.returncode:
+        raise nativesweep.SweepError(proc.stderr.decode().strip())
+    return proc.stdout.decode().splitlines()
+
+
 def followed_sweep(log, mode, min_size=0):
-    """liveness.sweep of a log whose sweep followed it (nativesweep's
-    follower, told each chunk as allocsites-read tells it, then the
-    end), with allocsites-sweep hidden from the sweep after the reader:
-    the answer can only be the follower's."""
-    follower = nativesweep.follower(min_size)
+    """liveness.sweep of a log the sweep followed chunk by chunk, as the
+    native reader runs it, its answer taken as the reader's
+    (log.answered), with allocsites-sweep hidden from the sweep after
+    the reader: the answer can only be the followed one."""
     f, table = log.export()
     try:
-        follower.start(f.fileno())
-        for offset, lengths in table:
-            follower.sock.sendall(("chunk %d %s\n" % (
-                offset, " ".join(map(str, lengths)))).encode())
-        log._chunks = table   # as the reader's log (export added none)
-        follower.end(log)
-        log.follower = follower
+        log._file, log._chunks = f, table
+        log.answered = follow(log, table, min_size)
         built = nativesweep.program_path
         nativesweep.program_path = lambda build=None: None
         try:
@@ -57,10 +72,9 @@ def followed_sweep(log, mode, min_size=0):
                                   series=False)
         finally:
             nativesweep.program_path = built
-            follower.discard()
     finally:
-        if f is not getattr(log, "_file", None):
-            f.close()
+        f.close()
+
 
 A, B, C, D = "key A", "key B", "key C", "key D"
 
@@ -1066,52 +1080,46 @@ class NativeSweep(unittest.TestCase):
                         self.assertEqual(comparable(getattr(got, field), None),
                                          comparable(getattr(want, field), None))
 
-    def test_a_follower_told_too_little_is_not_taken(self):
-        # A chunk the reader could not tell (the sweep gone for a moment,
-        # a socket error): the end's count says so, and the report
-        # sweeps after the reader instead, with the same answer.
+    def test_a_followed_sweep_told_too_little_fails(self):
+        # A chunk missed, or an end that counts otherwise: an error,
+        # never the sweep of part of the log
         b = Builder()
         for i in range(40):
             b.alloc(0x1000 + 16 * i, 16, (A, B)[i % 2])
             if i % 3:
                 b.free(0x1000 + 16 * (i - 1))
         log = log_of(b.events, spill_every=7)
-        follower = nativesweep.follower()
         f, table = log.export()
-        follower.start(f.fileno())
-        for offset, lengths in table[:2] + table[3:]:
-            follower.sock.sendall(("chunk %d %s\n" % (
-                offset, " ".join(map(str, lengths)))).encode())
-        follower.end(log)
-        with self.assertRaisesRegex(nativesweep.SweepError,
-                                    "chunks of .* events said"):
-            nativesweep.collect(follower, log)
-        self.assertIsNone(follower.proc)
-        log.follower = follower   # as the report would, on its own
-        follower.start(f.fileno())
-        follower.sock.sendall(b"chunk 0 1 1 1 1 1 1 0 1\n")
-        follower.end(log)
-        got = sweep(log, "exact", series=False)
-        self.assertIsNone(log.follower)
-        want = sweep(log_of(b.events), "exact", engine="python",
-                     series=False)
-        for field in liveness.Liveness._fields:
-            self.assertEqual(comparable(getattr(got, field), None),
-                             comparable(getattr(want, field), None))
+        log._file = f
+        try:
+            with self.assertRaisesRegex(nativesweep.SweepError,
+                                        "chunks of .* events said"):
+                follow(log, table[:2] + table[3:], end="end 2 %d %d" % (
+                    len(table), len(log)))
+            with self.assertRaisesRegex(nativesweep.SweepError,
+                                        "stopped short"):
+                follow(log, table, end=" ")
+        finally:
+            f.close()
 
-    def test_a_follower_not_needed_is_stopped(self):
-        # a recording without frees or phases is not swept: the sweep
-        # that followed the reader is stopped, not left running
-        log = log_of([("alloc", 1, 1, 1, 16, 8, 8, A)], spill_every=7)
-        follower = nativesweep.follower()
-        f, _ = log.export()
-        follower.start(f.fileno())
-        log.follower = follower
-        proc = follower.proc
-        liveness.unswept(log)
-        self.assertIsNone(log.follower)
-        self.assertIsNone(follower.proc)
-        self.assertIsNotNone(proc.poll())
+    def test_a_log_the_reader_swept_is_not_read(self):
+        # the reader swept it (log.answered) and kept no events: a sweep
+        # that would need them (a timeline, sampled mode) is an error in
+        # one line, as is reading its events
+        log = log_of([("alloc", 1, 1, 1, 16, 8, 8, A),
+                      ("free", 2, 1, 1, 16, 8, 8, None)], spill_every=1)
+        log.answered = ["plan 0 0 1", "R 8 0 1 0 0 0 0 0 0 0 1 2", "P 0 0",
+                        "end"]
+        with self.assertRaisesRegex(nativesweep.SweepError,
+                                    "swept by the reader"):
+            liveness.sweep(log, "exact", series=True)
+        with self.assertRaisesRegex(nativesweep.SweepError,
+                                    "swept by the reader"):
+            liveness.sweep(log, "sampled", series=False)
+        with self.assertRaises(EventLog.NotKept):
+            list(log)
+        got = liveness.sweep(log, "exact", series=False)
+        self.assertEqual(got.peak_bytes, 8)
 
     def test_an_unbuilt_sweep_is_said(self):
         old = os.environ.get("BUILD")

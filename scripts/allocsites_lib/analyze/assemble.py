@@ -329,8 +329,6 @@ def liveness_of(tally, opts, names, mode, warnings, bad_options=None):
     from_samples = getattr(tally, "phases_from_samples", False)
     has_phases = bool(tally.events.get("phase_begin")) or from_samples
     if log is None or not (has_frees or has_phases):
-        if log is not None:
-            liveness.unswept(log)   # a sweep that followed, not needed
         if getattr(opts, "phase", None):
             warnings.append("--phase %s: this recording has no phases "
                             "(RT_PHASE_BEGIN/END)" % opts.phase)

@@ -142,24 +142,21 @@ def sweep(log, mode, points=400, min_size=0, series=True):
     live memory); series False: no chart of the timeline is made, whose
     points then are only its origin, the first event (by_key empty).
 
-    The sweep runs in allocsites-sweep (nativesweep.py); one that
-    followed the reader (log.follower) is taken where it answers what is
-    asked. Raises nativesweep.SweepError, one line, where it is not built
+    The sweep runs in allocsites-sweep (nativesweep.py), or ran in the
+    native reader itself (log.answered: exact mode, the timeline's
+    origin only, the --min-size it was read with), whose answer is then
+    taken. Raises nativesweep.SweepError, one line, where it is not built
     or fails."""
-    followed = log.follower
-    if followed is not None:
-        log.follower = None
-        if followed.params == {"mode": mode, "min_size": min_size} and \
-                not series and len(log):
-            try:
-                got = nativesweep.collect(followed, log)
-            except nativesweep.SweepError:
-                pass   # swept again below: the same answer, later
-            else:
-                return _assemble(log, got.plan, got.main, got.peak_codes,
-                                 [log.first_time()], got.peak_kb,
-                                 got.totals, got.committed, None)
-        followed.discard()
+    if log.answered is not None:
+        if mode != "exact" or series:   # the report asked for it so
+            raise nativesweep.SweepError(
+                "the event log was swept by the reader for another "
+                "report (%s mode%s)" % (mode, ", a timeline" if series
+                                        else ""))
+        got = nativesweep.parse(log.answered, max(1, len(log.keys)), 1)
+        return _assemble(log, got.plan, got.main, got.peak_codes,
+                         [log.first_time()], got.peak_kb, got.totals,
+                         got.committed, None)
     times = sample_times(log, points) if series else \
         [log.first_time()] if len(log) else []
     program = nativesweep.program_path()
@@ -177,13 +174,6 @@ def sweep(log, mode, points=400, min_size=0, series=True):
     return _assemble(log, got.plan, got.main, got.peak_codes, times,
                      got.peak_kb, got.totals, got.committed,
                      got.series if series else None)
-
-
-def unswept(log):
-    """The log will not be swept: a sweep that followed it is stopped."""
-    if log.follower is not None:
-        log.follower.discard()
-        log.follower = None
 
 
 def _nonzero(counters):

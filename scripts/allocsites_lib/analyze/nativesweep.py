@@ -10,14 +10,14 @@ figures liveness.sweep assembles into a Liveness; this module runs it
 and parses that answer (a plan, a "main" with the counters, the state at
 the peak, the timeline's columns).
 
-It runs after the reader (run), or alongside it (follower, collect):
-started with the reader, it is told each chunk of the log as the reader
-writes it, and sweeps while the reader reads, on another CPU (where
-there is one: cli/command.py decides). Only an exact-mode sweep without
-the timeline's points (no --timeline or --save-profile) can follow:
-their sample times are spread over the whole log, whose end is not
-known while it is written (docs/design.md, "The sweep follows the
-reader").
+It runs after the reader (run), or in the native reader itself, in a
+thread, on the log's chunks in memory as the reader makes them
+(allocsites-read --sweep, reader/sweeper.c; its answer comes in the
+reader's stream and parse reads it alike). Only an exact-mode sweep
+without the timeline's points (no --timeline, --save-profile or
+--pprof) runs there: their sample times are spread over the whole log,
+whose end is not known while it is written (docs/design.md, "The sweep
+runs in the reader").
 
 The Python sweep it replaced stays in the tests as the oracle
 (tests/oracle/liveness_py.py); tests/unit/test_liveness.py holds the two
@@ -27,7 +27,7 @@ equal on every case and on random logs, in both modes.
 import subprocess
 
 from ..errors import StageError
-from ..read.native import Follower, child_env
+from ..read.native import child_env
 
 
 class SweepError(StageError):
@@ -100,35 +100,6 @@ def request(fd, nkeys, times, table, min_size=0, series=True,
     for offset, lengths in table:
         lines.append(" ".join(str(x) for x in [offset] + list(lengths)))
     return ("\n".join(lines) + "\n").encode()
-
-
-def follow_request(fd, min_size=0):
-    """The request of a sweep that follows the log (allocsites-sweep's
-    follow mode): exact mode, the one sample time the first event's, the
-    chunks to come."""
-    return ("fd %d\nnkeys 0\nmin_size %d\nseries 0\nsampled 0\n"
-            "times first\nchunks follow\n" % (fd, min_size)).encode()
-
-
-def follower(min_size=0):
-    """A Follower for the native reader to start on the event log, or None
-    where allocsites-sweep is not built (the sweep after the reader then
-    says so)."""
-    program = program_path()
-    if program is None:
-        return None
-    return Follower(program, lambda fd: follow_request(fd, min_size),
-                    {"mode": "exact", "min_size": min_size})
-
-
-def collect(follower, log):
-    """The Answer of a sweep that followed log (follower: the log's
-    Follower, ended). Raises SweepError when it failed; stops it in
-    every case."""
-    try:
-        return _answer(follower.proc, max(1, len(log.keys)), 1)
-    finally:
-        follower.discard()
 
 
 def _answer(proc, nkeys, npoints, sampled=False, request=None):

@@ -60,14 +60,12 @@ def _read_and_render(data, opts, perf, stdout, jobs, err):
     from .. import pipeline
     from ..read.tally import Tally
     probed = buildids.read_buildids(data)   # {binary: build-ids}, or {}
-    from ..analyze import nativesweep
-    follower = nativesweep.follower(opts.min_size) \
-        if _sweep_follows(opts) else None
     try:
         got = reading.read_recording(
             data, options.report_argv(opts), lambda: Tally(opts.min_size),
             perf,
-            ENTRY_SCRIPT, probed, jobs=jobs, err=err, follower=follower)
+            ENTRY_SCRIPT, probed, jobs=jobs, err=err,
+            sweep=_sweep_in_reader(opts))
     except reading.ReaderFailed as e:
         raise RecordError(str(e))
     if got is None:   # refused, or nothing read: said
@@ -87,26 +85,15 @@ def _read_and_render(data, opts, perf, stdout, jobs, err):
     return INCOMPLETE if rep.verdict.complete is False else 0
 
 
-# The CPUs a report needs for the sweep to follow the reader: the
-# reader's two threads, this process reading its stream, and the sweep.
-# On 2 CPUs following was 1% to 14% slower, 10^6 to 10^8
-# (docs/benchmarks.md, "The sweep follows the reader").
-FOLLOW_CPUS = 4
-
-
-def _sweep_follows(opts):
-    """Whether the liveness sweep follows the native reader (nativesweep.py)
-    rather than running after it: not when the timeline's points are
-    asked for (their times span the whole log), and only where a CPU is
-    free for it; ALLOCSITES_FOLLOW=1 or 0 says so instead (the same
-    answer either way; tests, benchmarks)."""
-    if opts.timeline or opts.save_profile:
+def _sweep_in_reader(opts):
+    """Whether the native reader runs the liveness sweep itself, on the
+    event log in memory (nativesweep.py): where nothing else reads the
+    log (the timeline's points, --pprof's threads, --save-profile,
+    which holds both); ALLOCSITES_FOLLOW=0 sweeps after the reader
+    instead (the same answer; tests, benchmarks)."""
+    if opts.timeline or opts.save_profile or getattr(opts, "pprof", None):
         return False
-    said = os.environ.get("ALLOCSITES_FOLLOW")
-    if said in ("0", "1"):
-        return said == "1"
-    from ..read import worker_sizing
-    return worker_sizing.cpu_count() >= FOLLOW_CPUS
+    return os.environ.get("ALLOCSITES_FOLLOW") != "0"
 
 
 def render_saved(path, opts, stdout=None, err=None):

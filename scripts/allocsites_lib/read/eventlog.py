@@ -91,6 +91,13 @@ class EventLog:
     # A process sweeping the log while the reader wrote it (native.Follower),
     # whose answer the liveness sweep may take instead of sweeping again.
     follower = None
+    # The answer of the sweep the reader ran itself (allocsites-read
+    # --sweep: allocsites-sweep's lines, native.fill_tally), its events
+    # then swept and not kept: a log to sweep once, not to read.
+    answered = None
+
+    class NotKept(Exception):
+        """The log's events were swept by the reader, not kept."""
 
     @classmethod
     def from_file(cls, f, chunks, keys, events, first, last):
@@ -150,6 +157,7 @@ class EventLog:
         """The columns (as columns() gives them) of each chunk in time
         order: the spilled ones read back one at a time, then the ones in
         memory. keyidx and sizes restart in each chunk."""
+        self._kept()
         for offset, lengths in self._chunks:
             self._file.seek(offset)
             cols = []
@@ -168,6 +176,7 @@ class EventLog:
         log itself is unchanged: a later spill appends after them); any
         other log is written to a new unlinked temporary file, which the
         caller closes."""
+        self._kept()
         if self._file is None:
             fd, path = tempfile.mkstemp(prefix="allocsites-log-",
                                         dir=directory)
@@ -184,6 +193,11 @@ class EventLog:
                                    for name, _ in _COLUMNS]))
         f.flush()
         return f, table
+
+    def _kept(self):
+        if self.answered is not None and self._spilled:
+            raise EventLog.NotKept("the event log was swept by the reader, "
+                                   "not kept")
 
     def chunk_count(self):
         """The chunks in the log's file (each as _spill writes it)."""

@@ -18,7 +18,6 @@ was most of the report's time.
 
 import collections
 import os
-import socket
 import struct
 import subprocess
 import sys
@@ -171,10 +170,15 @@ def fill_tally(tally, lines, stacks, log_file):
     its event log from log_file (the file the reader wrote it to)."""
     keys, chunks = [], []
     events = first = last = 0
+    swept = None
     for line in lines:
         f = line.split()
         what = f[0]
-        if what == "key":
+        if what == "sweep":   # the sweep run in the reader: its answer
+            if swept is None:
+                raise StreamError("a sweep line before 'swept'")
+            swept.append(line[6:])
+        elif what == "key":
             stack, tag, guest = _ints(f[1:4])
             keys.append((parse.with_guest(stacks[stack], guest), tag))
         elif what == "exact":
@@ -213,6 +217,8 @@ def fill_tally(tally, lines, stacks, log_file):
             tally.phases_from_samples = f[1] == "1"
         elif what == "log":
             events, first, last = _ints(f[1:4])
+        elif what == "swept":
+            swept = []
         elif what in ("malformed", "filtered", "no_callchain", "padding",
                       "weight_gcd"):
             setattr(tally, what, int(f[1]))
@@ -221,77 +227,20 @@ def fill_tally(tally, lines, stacks, log_file):
     if tally.log is not None:
         tally.log = EventLog.from_file(log_file, chunks, keys, events,
                                        first, last)
-
-
-class Follower:
-    """A program that reads the event log while the reader writes it:
-    the liveness sweep in its follow mode (analyze/nativesweep.py says
-    what to start, and reads its answer). Started with the log's
-    descriptor and request(fd) on a socket that the reader then tells
-    each chunk on (--chunk-fd), and the end on (end()). proc: its
-    process, whose stdout holds the answer; params: what the caller
-    said it was started for."""
-
-    def __init__(self, program, request, params):
-        self.program, self.request, self.params = program, request, params
-        self.proc = self.sock = None
-
-    def start(self, log_fd):
-        """Starts it; returns the descriptor for the reader's --chunk-fd,
-        or None when it could not start (the report then sweeps after
-        the reader, as without it)."""
-        try:
-            ours, theirs = socket.socketpair()
-        except OSError:
-            return None
-        try:
-            self.proc = subprocess.Popen(
-                [self.program], stdin=theirs, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, pass_fds=(log_fd,), env=child_env())
-            ours.sendall(self.request(log_fd))
-        except OSError:
-            ours.close()
-            self.discard()
-            return None
-        finally:
-            theirs.close()
-        self.sock = ours
-        return ours.fileno()
-
-    def end(self, log):
-        """The reader is done and log is its EventLog: the end line
-        (keys, chunks and events, which the sweep checks against what it
-        was told)."""
-        try:
-            self.sock.sendall(b"end %d %d %d\n" % (
-                max(1, len(log.keys)), log.chunk_count(), len(log)))
-        except OSError:
-            pass   # the follower is gone: its answer says so
-        self.sock.close()
-        self.sock = None
-
-    def discard(self):
-        """Stops it, when its answer is not wanted."""
-        if self.sock is not None:
-            self.sock.close()
-            self.sock = None
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc.wait()
-            for f in (self.proc.stdout, self.proc.stderr):
-                f.close()
-            self.proc = None
+        if swept is not None:   # its events were swept, not kept
+            tally.log.answered = swept
 
 
 def run(reader, data, tally, total=0, err=None, progress=None,
-        follower=None):
+        sweep=False):
     """Reads the recording at data with the allocsites-read at reader into
     tally; returns a Result (read_errors: what the reader said went
     wrong, one line each). total: the samples the scan counted, for the
-    progress line on a terminal. follower: a Follower to start on the
-    event log; when the reading went well it is left on the log
-    (tally.log.follower), else stopped. Raises interrupts.Interrupted on
+    progress line on a terminal. sweep: the reader runs the liveness
+    sweep itself (--sweep: exact mode, the timeline's origin only), on
+    the event log in memory, and its answer is the log's (answered),
+    its events not kept; a recording the reader cannot sweep so (sampled
+    mode) has its log as without. Raises interrupts.Interrupted on
     SIGINT, SIGTERM or SIGHUP, after stopping the reader."""
     import signal
     from .. import interrupts
@@ -302,7 +251,7 @@ def run(reader, data, tally, total=0, err=None, progress=None,
         stream.on_block = lambda: progress.show(
             progress_text(stream.events, total))
     argv = [reader, "--min-size", str(tally.min_size), data]
-    log_file = chunk_fd = None
+    log_file = None
     if tally.log is not None:
         # The event log goes to a file as the reader writes it, in the
         # log's spill format (eventlog.py): the report's memory is then
@@ -315,12 +264,7 @@ def run(reader, data, tally, total=0, err=None, progress=None,
             raise RuntimeError("cannot make a temporary file for the event "
                                "log (TMPDIR): %s" % e)
         log_file = os.fdopen(fd, "w+b")
-        argv[1:1] = ["--log-fd", str(fd)]
-        chunk_fd = follower.start(fd) if follower is not None else None
-        if chunk_fd is not None:
-            argv[1:1] = ["--chunk-fd", str(chunk_fd)]
-    else:
-        follower = None
+        argv[1:1] = ["--log-fd", str(fd)] + (["--sweep"] if sweep else [])
     read_errors = []
     saved = {}
     proc = None
@@ -331,9 +275,8 @@ def run(reader, data, tally, total=0, err=None, progress=None,
                                 stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, bufsize=1 << 20,
                                 env=child_env(),
-                                pass_fds=(log_file.fileno(),) + (
-                                    (chunk_fd,) if chunk_fd is not None
-                                    else ()) if log_file else ())
+                                pass_fds=(log_file.fileno(),) if log_file
+                                else ())
         try:
             stream.feed(proc.stdout)
             fill_tally(tally, stream.tally_lines, stream.stacks, log_file)
@@ -343,12 +286,8 @@ def run(reader, data, tally, total=0, err=None, progress=None,
         errors = proc.stderr.read().decode("utf-8", "replace")
         status = proc.wait()
     except OSError as e:
-        if follower is not None:
-            follower.discard()
         raise RuntimeError("cannot run %s: %s" % (reader, e))
     except BaseException:
-        if follower is not None:
-            follower.discard()
         if log_file is not None:
             log_file.close()
         raise
@@ -371,11 +310,4 @@ def run(reader, data, tally, total=0, err=None, progress=None,
                            % -status)
     elif status > 0 and not errors.strip():
         read_errors.append("allocsites-read exited with status %d" % status)
-    if follower is not None:
-        if follower.sock is not None and not read_errors and \
-                status == 0 and tally.log is not None:
-            follower.end(tally.log)
-            tally.log.follower = follower
-        else:   # the log may be short: the sweep after the reader says so
-            follower.discard()
     return Result(tally, 1, 0, False, read_errors, [], stream.notes)

@@ -1,0 +1,44 @@
+/* sweeper.h - the liveness sweep run by the reader itself
+ * (allocsites-read --sweep; sweeper.c), as tally.c sees it. Apart from
+ * reader.h: the sweep's own header (scripts/sweep/sweep.h) has names of
+ * its own (struct proc, the kinds) that would clash there. */
+#ifndef ALLOCSITES_SWEEPER_H
+#define ALLOCSITES_SWEEPER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* events in a chunk of the event log (eventlog.SPILL_EVERY) */
+#define LOG_CHUNK_EVENTS (1u << 19)
+
+/* events in a chunk handed to the sweep in memory: small enough that
+ * the sweep, on the other CPU, reads it from the cache it shares with
+ * the tally that wrote it (about 1.5 MB), and a few are all the memory
+ * the log takes */
+#define SWEEP_CHUNK (1u << 15)
+
+/* one chunk's columns (eventlog.py's), each array LOG_CHUNK_EVENTS long */
+struct logcols {
+	uint8_t *kind;
+	int64_t *time;
+	int32_t *pid, *tid;
+	uint64_t *a, *b, *size;
+	uint32_t *key;
+	size_t n, n_size, n_key;
+};
+
+void logcols_alloc(struct logcols *c);
+
+struct sweeper;
+/* Starts the sweep's thread (exact mode, the timeline's origin only):
+ * min_size as --min-size; spill_fd, the file where chunks go when the
+ * sweep is that far behind (it waits at a process's exit for the end
+ * of the log), or -1 */
+struct sweeper *sweeper_start(int spill_fd, uint64_t min_size);
+/* Hands over a filled chunk; c's arrays are then others to fill */
+void sweeper_chunk(struct sweeper *s, struct logcols *c);
+/* The end of the log, whose keys were nkeys: waits for the sweep and
+ * returns its answer (allocsites-sweep's lines; malloc'd, *len bytes) */
+char *sweeper_end(struct sweeper *s, uint64_t nkeys, size_t *len);
+
+#endif
