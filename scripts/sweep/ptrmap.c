@@ -16,13 +16,23 @@
 
 static struct granule *granule_of(struct ptrmap *m, u64 key, int make)
 {
-	u64 *slot = u64map_get(&m->index, key);
+	u64 *slot;
 	struct granule *g;
 	u32 s;
 	int fresh;
 
-	if (slot)
+	/* the granule of the last pointer: an arena's next allocation and
+	 * its frees come in the same granule, and the index is a hash
+	 * lookup (a cache miss or more) */
+	if (m->last_ok && m->last_key == key)
+		return &m->g[m->last_slot];
+	slot = u64map_get(&m->index, key);
+	if (slot) {
+		m->last_key = key;
+		m->last_slot = (u32)*slot;
+		m->last_ok = 1;
 		return &m->g[*slot];
+	}
 	if (!make)
 		return NULL;
 	if (m->nspare) {
@@ -38,24 +48,28 @@ static struct granule *granule_of(struct ptrmap *m, u64 key, int make)
 	memset(g, 0, sizeof *g);
 	g->key = key;
 	*u64map_put(&m->index, key, &fresh) = s;
+	m->last_key = key;
+	m->last_slot = s;
+	m->last_ok = 1;
 	return g;
 }
 
-/* the first position whose offset is >= off */
+/* the first position whose offset is >= off: a binary search without
+ * branches (a conditional move a step), whose outcome a CPU cannot
+ * guess: it was a fifth of the sweep's instructions with them */
 static u32 lower(const struct granule *g, u16 off)
 {
-	u32 lo = 0, hi = g->n;
+	const u16 *base = g->off;
+	u32 n = g->n;
 
-	if (g->n && g->off[g->n - 1] < off)
-		return g->n;   /* the common case: an arena hands out upwards */
-	while (lo < hi) {
-		u32 mid = lo + (hi - lo) / 2;
-		if (g->off[mid] < off)
-			lo = mid + 1;
-		else
-			hi = mid;
+	if (!n || base[n - 1] < off)
+		return n;   /* the common case: an arena hands out upwards */
+	while (n > 1) {
+		u32 half = n / 2;
+		base = base[half] < off ? base + half : base;
+		n -= half;
 	}
-	return lo;
+	return (u32)(base - g->off) + (*base < off);
 }
 
 struct ptrloc ptrmap_find(struct ptrmap *m, u64 ptr)
@@ -82,16 +96,20 @@ static void resize(struct granule *g, u32 cap)
 	g->rec = xrealloc(g->rec, cap * sizeof *g->rec);
 }
 
-void ptrmap_insert(struct ptrmap *m, u64 ptr, u32 rec)
+u32 *ptrmap_put(struct ptrmap *m, u64 ptr, int *was_live)
 {
 	struct granule *g = granule_of(m, ptr >> GRANULE_BITS, 1);
 	u16 off = ptr & GRANULE_MASK;
 	u32 pos = lower(g, off);
 
-	if (pos < g->n && g->off[pos] == off) {   /* a dead entry: reused */
-		g->rec[pos] = rec;
-		g->dead--;
-		return;
+	*was_live = 0;
+	if (pos < g->n && g->off[pos] == off) {
+		if (g->rec[pos] != REC_NONE) {
+			*was_live = 1;
+			return &g->rec[pos];
+		}
+		g->dead--;   /* a dead entry: reused */
+		return &g->rec[pos];
 	}
 	if (g->n == g->cap)   /* grows by an eighth: little slack at scale */
 		resize(g, g->cap + (g->cap / 8 > 8 ? g->cap / 8 : 8));
@@ -102,8 +120,9 @@ void ptrmap_insert(struct ptrmap *m, u64 ptr, u32 rec)
 			(g->n - pos) * sizeof *g->rec);
 	}
 	g->off[pos] = off;
-	g->rec[pos] = rec;
+	g->rec[pos] = REC_NONE;
 	g->n++;
+	return &g->rec[pos];
 }
 
 static void release_granule(struct ptrmap *m, struct granule *g)
@@ -111,6 +130,8 @@ static void release_granule(struct ptrmap *m, struct granule *g)
 	u32 s = (u32)(g - m->g);
 
 	u64map_del(&m->index, g->key);
+	if (m->last_ok && m->last_slot == s)
+		m->last_ok = 0;
 	free(g->off);
 	free(g->rec);
 	memset(g, 0, sizeof *g);

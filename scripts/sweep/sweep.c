@@ -701,9 +701,9 @@ static void run(struct sweep *s, struct log *log, u64 stop)
 			}
 			if (kind == ak) {
 				u64 k, code, osize = 0;
-				u32 ci, id, tuple = 0, r, nr;
+				u32 ci, id, tuple = 0, r, nr, *slot;
 				const u32 *runs;
-				struct ptrloc loc;
+				int was_live;
 
 				if (ki >= c.nkeyidx)
 					die("chunk %u: more allocations than "
@@ -752,21 +752,18 @@ static void run(struct sweep *s, struct log *log, u64 stop)
 					s->codes.eb[ci] += b;
 				}
 				id = recs_get(&s->recs, b, osize, ci, tuple);
-				loc = ptrmap_find(&pr->live, a);
-				if (loc.g) {   /* its free was not seen: freed now */
-					u32 old = loc.g->rec[loc.pos];
+				slot = ptrmap_put(&pr->live, a, &was_live);
+				if (was_live) {   /* its free was not seen: freed now */
+					u32 old = *slot;
 					s->reused++;
 					forget(s, pr, old);
 					recs_unref(&s->recs, old);
-					loc.g->rec[loc.pos] = id;
-				} else {
+				} else if (sampled) {
 					int fresh;
-					ptrmap_insert(&pr->live, a, id);
-					if (sampled)
-						*u64map_put(&pr->order, a,
-							    &fresh) =
-							s->alloc_seq++;
+					*u64map_put(&pr->order, a, &fresh) =
+						s->alloc_seq++;
 				}
+				*slot = id;
 				live_change(s, ci, b, 1);
 				nr = s->runs.tlen[tuple];
 				runs = s->runs.pool + s->runs.tstart[tuple];

@@ -76,13 +76,18 @@ struct ptrmap {
 	u32 *spare;             /* free granule slots */
 	u32 nspare, capspare;
 	struct u64map index;    /* granule key -> slot */
+	u64 last_key;           /* the granule last found (granule_of) */
+	u32 last_slot;
+	int last_ok;
 };
 
 struct ptrloc { struct granule *g; u32 pos; };
 
 /* the record id slot of ptr, or loc.g NULL if ptr is not live */
 struct ptrloc ptrmap_find(struct ptrmap *m, u64 ptr);
-void ptrmap_insert(struct ptrmap *m, u64 ptr, u32 rec);  /* ptr not live */
+/* the record id slot of ptr: *was_live 1, its live one; else made,
+ * REC_NONE, for the caller to fill */
+u32 *ptrmap_put(struct ptrmap *m, u64 ptr, int *was_live);
 void ptrmap_remove(struct ptrmap *m, struct ptrloc loc);
 void ptrmap_free(struct ptrmap *m);
 /* calls fn(ptr, rec, arg) for every live pointer in [lo, hi) (hi may be
