@@ -9,13 +9,14 @@ workers. So record writes the scan here and the
 report reads it back (0.055 s) instead of scanning again.
 
 The file is trusted only for the exact bytes it was made from: it holds a
-BLAKE2b digest of the whole recording (0.030 s for the demo's 26 MB), and
-anything else (another recording at the same path, a file edited or
+SHA-256 digest of the whole recording (SHA-256, not BLAKE2b: x86 CPUs
+with the SHA extensions compute it in hardware, and the report waits
+for it before it reads), and anything else (another recording at the same path, a file edited or
 damaged since, a sidecar of another version) is ignored and the report
 scans as before. No pickle: a file planted beside someone's perf.data
 must not run code in the report, so the format is data only:
 
-    allocsites-scan 3\\n
+    allocsites-scan 4\\n
     one line of JSON: the digest, the size, the scan's small fields\\n
     the sample times, little-endian int64, as many as the JSON says
 
@@ -31,7 +32,7 @@ import sys
 
 from . import perfdata
 
-MAGIC = b"allocsites-scan 3\n"   # 3: started and ended processes
+MAGIC = b"allocsites-scan 4\n"   # 3: started and ended processes; 4: SHA-256
 
 
 def path_for(data):
@@ -46,7 +47,7 @@ def digest(data):
     mapped: a mapped recording's pages count in the report's resident
     memory (570 MB of a 662 MB peak for 10^7 allocations), read ones in
     one reused buffer do not."""
-    h = hashlib.blake2b(digest_size=16)
+    h = hashlib.sha256()
     buf = bytearray(DIGEST_BLOCK)
     view = memoryview(buf)
     size = 0
