@@ -66,12 +66,12 @@ static u32 le32(const u8 *p) { u32 v; memcpy(&v, p, 4); return v; }
 
 /* A field of the sample's raw data; -1 when it lies past the data (the
  * format or the record is damaged: never read as 0). */
-static int field_value(const struct sample *s, const struct field *f,
-		       u64 *v)
+/* A field's value; the caller checked it lies within the sample's data
+ * (tpformat.end) */
+static void field_value(const struct sample *s, const struct field *f,
+			u64 *v)
 {
 	*v = 0;
-	if ((u64)f->offset + f->size > s->raw_size)
-		return -1;
 	const u8 *p = s->raw + f->offset;
 	switch (f->size) {
 	case 1: *v = f->is_signed ? (u64)(int64_t)(int8_t)p[0] : p[0];
@@ -82,7 +82,6 @@ static int field_value(const struct sample *s, const struct field *f,
 		*v = f->is_signed ? (u64)(int64_t)(int32_t)x : x; break; }
 	case 8: *v = le64(p); break;
 	}
-	return 0;
 }
 
 /* The user part of a kernel callchain (--call-graph fp): the ips after
@@ -142,12 +141,12 @@ static int on_sample(struct ctx *c, const u8 *rec, u32 size, u64 at)
 		return 0;   /* perf script hands a script tracepoints only */
 	u64 args[MAX_FIELDS];
 	const struct tpformat *fmt = s.attr->fmt;
-	for (int i = 0; i < fmt->nfields; i++)
-		if (field_value(&s, &fmt->fields[i], &args[i])) {
-			damaged(c, at, "a tracepoint field past the sample's "
-				"data");
-			return 0;
-		}
+	if (fmt->end > s.raw_size) {
+		damaged(c, at, "a tracepoint field past the sample's data");
+		return 0;
+	}
+	for (int i = 0; i < fmt->nfields; i++)   /* all within raw_size */
+		field_value(&s, &fmt->fields[i], &args[i]);
 	struct proc *p = proc_get(s.pid);
 	if (!p) {
 		damaged(c, at, "a sample past the reader's limits (out of "

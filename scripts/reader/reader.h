@@ -78,6 +78,7 @@ struct tpformat {
 	char name[128];
 	struct field fields[MAX_FIELDS];   /* the non-common ones, in order */
 	int nfields;
+	u64 end;                /* the end of the field that ends last */
 	struct tpformat *next;
 };
 

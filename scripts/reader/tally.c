@@ -127,7 +127,15 @@ struct counter { size_t n, cap; u64 *key; u8 *none; u64 *value; };
 
 /* u64 key -> a dense index (0, 1, ... in the order keys come), by open
  * addressing: the threads, the processes, the guest ids defined */
-struct idmap { u64 *keys; u32 *slot; size_t n, cap; };
+struct idmap {
+	u64 *keys;
+	u32 *slot;
+	size_t n, cap;
+	/* the key last got: a run of events comes from one thread */
+	u64 last_key;
+	size_t last;
+	int last_ok;
+};
 
 struct tally {
 	struct emitter *em;
@@ -284,6 +292,10 @@ void tally_def(struct tally *t, int index, const char *name,
 
 static size_t idmap_get(struct idmap *m, u64 key, int *fresh)
 {
+	if (m->last_ok && m->last_key == key) {
+		*fresh = 0;
+		return m->last;
+	}
 	if (2 * (m->n + 1) > m->cap) {
 		size_t cap = m->cap ? 2 * m->cap : 64;
 		u64 *keys = xcalloc(cap, sizeof(*keys));
@@ -304,17 +316,19 @@ static size_t idmap_get(struct idmap *m, u64 key, int *fresh)
 		m->cap = cap;
 	}
 	size_t j = mix(key) & (m->cap - 1);
+	m->last_key = key;
+	m->last_ok = 1;
 	while (m->slot[j]) {
 		if (m->keys[j] == key) {
 			*fresh = 0;
-			return m->slot[j] - 1;
+			return m->last = m->slot[j] - 1;
 		}
 		j = (j + 1) & (m->cap - 1);
 	}
 	m->keys[j] = key;
 	m->slot[j] = (u32)++m->n;
 	*fresh = 1;
-	return m->n - 1;
+	return m->last = m->n - 1;
 }
 
 /* Room for item i of a dense array of cap items of size each */

@@ -120,8 +120,11 @@ static struct tpformat *parse_format(const char *text, size_t n)
 			struct field f;
 			if (!parse_field(p, len, &f) &&
 			    strncmp(f.name, "common_", 7) != 0 &&
-			    t->nfields < MAX_FIELDS)
+			    t->nfields < MAX_FIELDS) {
 				t->fields[t->nfields++] = f;
+				if ((u64)f.offset + f.size > t->end)
+					t->end = (u64)f.offset + f.size;
+			}
 		}
 		p += len + 1;
 	}
