@@ -100,9 +100,10 @@ def recording_span(tally, data):
 
 def resolve_ahead(tally, opts, symbolizer, mode):
     """A thread resolving the frames fold will ask for (the same set, so
-    the same warnings in the same order), started while the liveness
-    sweep runs in its own process: allocsites-sweep and the symbolizer's
-    allocsites-read --lines then share the two cores. None with --phase
+    the same warnings in the same order), started before the liveness
+    sweep's answer is read or the sweep run (after the reader, in its
+    own process): the symbolizer's allocsites-read --lines then works
+    on the other core meanwhile. None with --phase
     (fold then resolves that phase's frames only). The caller joins it
     before anything else uses the symbolizer; a failure here is left
     for fold to meet again and report."""

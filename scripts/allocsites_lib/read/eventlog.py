@@ -88,9 +88,6 @@ class EventLog:
         self._spilled = 0   # events in the file
         self._first = self._last = None   # times of the spilled events
 
-    # A process sweeping the log while the reader wrote it (native.Follower),
-    # whose answer the liveness sweep may take instead of sweeping again.
-    follower = None
     # The answer of the sweep the reader ran itself (allocsites-read
     # --sweep: allocsites-sweep's lines, native.fill_tally), its events
     # then swept and not kept: a log to sweep once, not to read.
