@@ -30,8 +30,11 @@ What one allocation costs at each stage, per event, on the burst program
                 decompress, order, unwind, tally) over the recording, per
                 event; and over the --unwind none recording (no stack to
                 decompress or unwind)
+  read, sweep   allocsites-read --sweep: the same and the liveness sweep
+                in a thread of the reader, as the report runs them
   report        allocsites report --json, the whole command, per event;
-                less the reader's time: the Python side's share
+                less the reader's and the sweep's time: the Python
+                side's share
 
 The floor is the first two lines: what perf and the kernel cost whatever
 the tool does. A stage's distance from it is what the tool adds.
@@ -118,7 +121,7 @@ def main():
     events = 2 * args.pairs
     tmp = tempfile.mkdtemp(prefix="allocsites-floor-")
     rows = {k: [] for k in ("alone", "none", "dwarf", "record", "bare", "scan",
-                            "read_none", "read", "report")}
+                            "read_none", "read", "sweep", "report")}
     try:
         for i in range(args.runs):
             print("run %d of %d" % (i + 1, args.runs), file=sys.stderr)
@@ -137,6 +140,11 @@ def main():
             rows["scan"].append(timed([READER, "--scan", dwarf])[0])
             rows["read_none"].append(timed([READER, none])[0])
             rows["read"].append(timed([READER, dwarf])[0])
+            # as the report runs it: the liveness sweep in a thread of the
+            # reader, the log's file (unused but for a sweep far behind)
+            rows["sweep"].append(timed(
+                ["sh", "-c", 'exec "$0" --log-fd 3 --sweep "$1" 3>"$2"',
+                 READER, dwarf, os.path.join(tmp, "log")])[0])
             rows["report"].append(timed([PY, ALLOCSITES, "report", "-i",
                                          dwarf, "--json", os.devnull])[0])
     finally:
@@ -173,10 +181,13 @@ def main():
           "recording |" % us(med["read_none"], events))
     print("| read | %s | allocsites-read: decompress, order, unwind, "
           "tally |" % us(med["read"], events))
+    print("| read and sweep | %s | allocsites-read --sweep: the same, "
+          "the liveness sweep in a thread of its own, as the report runs "
+          "it |" % us(med["sweep"], events))
     print("| report, whole command | %s | allocsites report --json |"
           % us(med["report"], events))
-    print("| report's Python share | %s | report less read |"
-          % us(med["report"] - med["read"], events))
+    print("| report's Python share | %s | report less read and sweep |"
+          % us(med["report"] - med["sweep"], events))
 
 
 if __name__ == "__main__":
