@@ -202,10 +202,13 @@ def main():
     have_heaptrack = shutil.which("heaptrack") is not None
     print("# Exact mode at scale: allocsites and heaptrack on minicc\n")
     print("Machine: %s, %d CPUs, %s; `bench/exact_scale.py --units %s "
-          "--tools %s%s`.\n" % (platform.node(), os.cpu_count(),
-                                 platform.release(), args.units, args.tools,
-                                 " --sweep-after" if args.sweep_after
-                                 else ""))
+          "%s--tools %s%s`.\n" % (platform.node(), os.cpu_count(),
+                                   platform.release(), args.units,
+                                   "--skip-above %d " % args.skip_above
+                                   if args.skip_above != 25000 else "",
+                                   args.tools,
+                                   " --sweep-after" if args.sweep_after
+                                   else ""))
     print("| allocations | tool | record | report | report memory "
           "| bytes/event | complete |")
     print("|---|---|---|---|---|---|---|")
