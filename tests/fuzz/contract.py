@@ -7,6 +7,7 @@ Used by tests/unit/test_reader_hostile.py and tests/fuzz/run_afl.py."""
 
 import os
 import subprocess
+import tempfile
 import threading
 
 TIMEOUT = 10
@@ -22,11 +23,21 @@ SAN_ENV = {"ASAN_OPTIONS": "detect_leaks=0:exitcode=86:abort_on_error=0",
 
 
 def read(reader, path, timeout=TIMEOUT):
-    """(returncode or 'hang', stderr, peak RSS in MB) of reader on path."""
+    """(returncode or 'hang', stderr, peak RSS in MB) of reader on path,
+    run as the report runs it: the event log to a file, the liveness
+    sweep in a thread of the reader (--log-fd, --sweep)."""
     env = dict(os.environ, **SAN_ENV)
-    proc = subprocess.Popen([reader, path], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            env=env)
+    with tempfile.TemporaryFile(prefix="allocsites-log-") as log:
+        fd = log.fileno()
+        proc = subprocess.Popen([reader, "--log-fd", str(fd), "--sweep",
+                                 path], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, env=env,
+                                pass_fds=(fd,))
+        return _finish(proc, timeout)
+
+
+def _finish(proc, timeout):
     fired = []
 
     def kill():
