@@ -3,8 +3,9 @@
  *
  * Why: run after the reader, the sweep reads back the event log the
  * reader wrote to a file, 35 bytes an event (734 MB at 10^7
- * allocations); writing it was a quarter of the reader's time on the
- * 2-CPU VM, and the sweep's pass another third of the report's. Here
+ * allocations); writing it was about a fifth of the reader's time on
+ * the 2-CPU VM (perf record of the reader, by hand), and the sweep's
+ * pass a third of the report's after it. Here
  * the tally hands each chunk of columns over in memory as it fills it
  * (sweeper_chunk) and the sweep, in its follow mode, sweeps it while the
  * reader reads on and gives the arrays back to be filled again: nothing
