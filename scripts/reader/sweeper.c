@@ -74,6 +74,36 @@ void logcols_alloc(struct logcols *c)
 	c->n = c->n_size = c->n_key = 0;
 }
 
+static int write_all(int fd, const void *p, size_t n, u64 *offset)
+{
+	const char *b = p;
+
+	while (n) {
+		ssize_t w = write(fd, b, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? errno : ENOSPC;
+		b += w;
+		n -= (size_t)w;
+		*offset += (u64)w;
+	}
+	return 0;
+}
+
+int logcols_write(int fd, const struct logcols *c, uint64_t *offset)
+{
+	const void *p[8] = { c->kind, c->time, c->pid, c->tid, c->a, c->b,
+			     c->size, c->key };
+	const size_t len[8] = { c->n, c->n * 8, c->n * 4, c->n * 4, c->n * 8,
+				c->n * 8, c->n_size * 8, c->n_key * 4 };
+	int i, err = 0;
+
+	for (i = 0; i < 8 && !err; i++)
+		err = write_all(fd, p[i], len[i], offset);
+	return err;
+}
+
 static void logcols_free(struct logcols *c)
 {
 	free(c->kind);
@@ -178,38 +208,18 @@ struct sweeper *sweeper_start(int spill_fd, uint64_t min_size)
 	return s;
 }
 
-static void write_all(int fd, const void *p, size_t n, u64 *offset)
-{
-	const char *b = p;
-
-	while (n) {
-		ssize_t w = write(fd, b, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			die("cannot write the event log to a temporary file "
-			    "(TMPDIR): %s", w < 0 ? strerror(errno) :
-			    "no space");
-		b += w;
-		n -= (size_t)w;
-		*offset += (u64)w;
-	}
-}
-
 /* The columns to the file, in EventLog._spill's layout */
 static void to_file(struct sweeper *s, const struct logcols *c,
 		    struct chunk *k)
 {
+	int err;
+
 	k->offset = s->offset;
-	write_all(s->spill_fd, c->kind, c->n, &s->offset);
-	write_all(s->spill_fd, c->time, c->n * 8, &s->offset);
-	write_all(s->spill_fd, c->pid, c->n * 4, &s->offset);
-	write_all(s->spill_fd, c->tid, c->n * 4, &s->offset);
-	write_all(s->spill_fd, c->a, c->n * 8, &s->offset);
-	write_all(s->spill_fd, c->b, c->n * 8, &s->offset);
-	write_all(s->spill_fd, c->size, c->n_size * 8, &s->offset);
-	write_all(s->spill_fd, c->key, c->n_key * 4, &s->offset);
 	k->mem = NULL;
+	err = logcols_write(s->spill_fd, c, &s->offset);
+	if (err)
+		die("cannot write the event log to a temporary file (TMPDIR): "
+		    "%s", strerror(err));
 }
 
 void sweeper_chunk(struct sweeper *s, struct logcols *c)

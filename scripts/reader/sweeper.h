@@ -28,6 +28,11 @@ struct logcols {
 };
 
 void logcols_alloc(struct logcols *c);
+/* Writes c's n events to fd, in EventLog._spill's layout (each column's
+ * array after the one before), *offset moved on by what was written;
+ * 0, or the errno of a write that failed (ENOSPC: one that wrote
+ * nothing) */
+int logcols_write(int fd, const struct logcols *c, uint64_t *offset);
 
 struct sweeper;
 /* Starts the sweep's thread (exact mode, the timeline's origin only):

@@ -45,10 +45,8 @@
 #include "reader.h"
 #include "sweeper.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* read/eventlog.py's KINDS, in its order (the log's kind column) */
 enum { K_ALLOC, K_FREE, K_SAMPLE, K_SAMPLE_FREE, K_RELEASE, K_COMMIT,
@@ -463,23 +461,6 @@ static double divide(u64 a, u128 b)
 
 /* ------------------------------------------------------------ the log */
 
-static void write_all(struct tally *t, const void *p, size_t n)
-{
-	const char *b = p;
-	while (n && !t->write_error) {
-		ssize_t w = write(t->log_fd, b, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			t->write_error = w < 0 ? errno : ENOSPC;
-			return;
-		}
-		b += w;
-		n -= (size_t)w;
-		t->offset += (u64)w;
-	}
-}
-
 /* The recording's events suit the sweep in a thread of ours: no
  * rt:sample (sampled mode's sweep replays the log up to the peak) */
 static int sweep_suits(const struct tally *t)
@@ -503,23 +484,17 @@ static void spill(struct tally *t)
 			t->chunk_events = SPILL_EVERY;
 		}
 	}
+	t->col.n = t->n;
+	t->col.n_size = t->n_size;
+	t->col.n_key = t->n_key;
 	if (t->sweeper) {   /* in memory to the sweep, not to the file */
-		t->col.n = t->n;
-		t->col.n_size = t->n_size;
-		t->col.n_key = t->n_key;
 		sweeper_chunk(t->sweeper, &t->col);
 		t->n = t->n_size = t->n_key = 0;
 		return;
 	}
 	u64 at = t->offset;
-	write_all(t, t->col.kind, t->n);
-	write_all(t, t->col.time, t->n * 8);
-	write_all(t, t->col.pid, t->n * 4);
-	write_all(t, t->col.tid, t->n * 4);
-	write_all(t, t->col.a, t->n * 8);
-	write_all(t, t->col.b, t->n * 8);
-	write_all(t, t->col.size, t->n_size * 8);
-	write_all(t, t->col.key, t->n_key * 4);
+	if (!t->write_error)   /* after a failed write, none: the log is short */
+		t->write_error = logcols_write(t->log_fd, &t->col, &t->offset);
 	char line[256];
 	int l = snprintf(line, sizeof(line),
 			 "chunk %llu %zu %zu %zu %zu %zu %zu %zu %zu\n",
