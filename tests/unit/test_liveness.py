@@ -1120,6 +1120,15 @@ class NativeSweep(unittest.TestCase):
             list(log)
         got = liveness.sweep(log, "exact", series=False)
         self.assertEqual(got.peak_bytes, 8)
+        # an answer that is not one (a line before its plan, a field not
+        # a number, one short): one line, not a traceback
+        for bad in (["C 0 1 8 0 0 0 0 0", "end"],
+                    ["plan 0 0 1", "R x", "P 0 0", "end"],
+                    ["plan 0 0 1", "C 0 1", "P 0 0", "end"]):
+            log.answered = bad
+            with self.assertRaisesRegex(nativesweep.SweepError,
+                                        "cannot be read"):
+                liveness.sweep(log, "exact", series=False)
 
     def test_an_unbuilt_sweep_is_said(self):
         old = os.environ.get("BUILD")

@@ -102,17 +102,15 @@ def request(fd, nkeys, times, table, min_size=0, series=True,
     return ("\n".join(lines) + "\n").encode()
 
 
-def _answer(proc, nkeys, npoints, sampled=False, request=None):
-    """The Answer allocsites-sweep at proc writes (after request, if any,
-    on its stdin), proc reaped; SweepError, with the line it said on
-    stderr, when it failed or its answer cannot be read."""
+def _answer(proc, request, nkeys, npoints, sampled=False):
+    """The Answer allocsites-sweep at proc writes after request on its
+    stdin, proc reaped; SweepError, with the line it said on stderr, when
+    it failed or its answer cannot be read."""
     try:
-        if request is not None:
-            proc.stdin.write(request)
-            proc.stdin.close()
+        proc.stdin.write(request)
+        proc.stdin.close()
         answer = parse(proc.stdout, nkeys, npoints, sampled)
-    except (BrokenPipeError, SweepError, ValueError, IndexError,
-            TypeError) as e:
+    except (BrokenPipeError, SweepError) as e:
         proc.kill()
         proc.wait()
         err = proc.stderr.read().decode(errors="replace").strip()
@@ -125,8 +123,19 @@ def _answer(proc, nkeys, npoints, sampled=False, request=None):
 
 
 def parse(lines, nkeys, npoints, sampled=False):
-    """An Answer from allocsites-sweep's output lines (bytes or str).
-    Sampled mode's counts are doubles, written exactly (%.17g)."""
+    """An Answer from allocsites-sweep's output lines (bytes or str):
+    its own, or the reader's that ran it (EventLog.answered). Sampled
+    mode's counts are doubles, written exactly (%.17g). SweepError when
+    the lines are not such an answer."""
+    try:
+        return _parse(lines, nkeys, npoints, sampled)
+    except (ValueError, IndexError, TypeError, AttributeError) as e:
+        # a line short of fields, not a number, before its plan
+        raise SweepError("allocsites-sweep: its answer cannot be read: "
+                         "%s" % e) from None
+
+
+def _parse(lines, nkeys, npoints, sampled):
     plan = main = None
     peak_codes, peak_kb = {}, {}
     totals, committed, series = [], [], {}
@@ -218,9 +227,9 @@ def run(log, times, program, directory=None, min_size=0, series=True,
         except OSError as e:
             raise SweepError("allocsites-sweep: %s" % e) from None
         try:
-            return _answer(proc, nkeys, len(times), sampled,
-                           request(fd, nkeys, times, table, min_size,
-                                   series, sampled))
+            return _answer(proc, request(fd, nkeys, times, table,
+                                         min_size, series, sampled),
+                           nkeys, len(times), sampled)
         finally:
             proc.stdout.close()
             proc.stderr.close()
