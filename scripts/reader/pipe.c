@@ -24,8 +24,16 @@ struct item {
 	u64 at;
 };
 
-#define BATCH 256
-#define QUEUE_BATCHES 16        /* 4096 records in flight at most */
+/* A batch is handed over when it holds BATCH records or BATCH_BYTES of
+ * them. Each hand-over is a lock, and a futex wake when the other side
+ * sleeps: with 256-record batches an fp recording (about 150 bytes a
+ * record) made 80,000 of them at 10^7 allocations, and the reader took a
+ * sixth longer than with 4096 (by hand, interleaved runs). The byte bound
+ * keeps a DWARF recording's batches (8 KiB of stack copy a record) near
+ * the 256 records they were, and the records in flight near 32 MiB. */
+#define BATCH 4096
+#define BATCH_BYTES (2u << 20)
+#define QUEUE_BATCHES 16
 
 struct pipe {
 	struct perffile prod;   /* the producer's copy of the perffile */
@@ -37,6 +45,12 @@ struct pipe {
 	int done, stop, rc;
 	struct item *cur;       /* the producer's batch being filled */
 	int ncur;
+	size_t cur_bytes;
+	/* batch arrays the consumer is done with, for the producer to fill
+	 * again: freed by the thread that did not allocate them, they took
+	 * glibc's arena lock from under the other thread */
+	struct item *spare[QUEUE_BATCHES + 2];
+	int nspare;
 	struct buf *hold;       /* the buffer of the last record queued, held
 				 * (one reference) while its records' own
 				 * references are counted in hold_n, added at
@@ -84,14 +98,16 @@ static int push(struct pipe *p)
 		p->n++;
 		pthread_cond_signal(&p->can_take);
 	}
+	struct item *next = p->nspare ? p->spare[--p->nspare] : NULL;
 	pthread_mutex_unlock(&p->m);
 	if (stop) {
 		for (int i = 0; i < p->ncur; i++)
 			free_item(&p->cur[i]);
 		free(p->cur);
 	}
-	p->cur = NULL;
+	p->cur = next;
 	p->ncur = 0;
+	p->cur_bytes = 0;
 	return stop ? -1 : 0;
 }
 
@@ -119,7 +135,8 @@ static int enqueue(void *vp, const u8 *rec, u32 size, struct buf *b)
 	it->size = size;
 	it->b = b;
 	it->at = p->prod.at;
-	if (++p->ncur == BATCH)
+	p->cur_bytes += size;
+	if (++p->ncur == BATCH || p->cur_bytes >= BATCH_BYTES)
 		return push(p);
 	return 0;
 }
@@ -131,6 +148,7 @@ static void *produce(void *vp)
 				  sizeof(p->err));
 	if (p->ncur)
 		push(p);
+	free(p->cur);   /* a spare taken by the last push */
 	drop_hold(p);
 	if (rc && !p->err[0])
 		snprintf(p->err, sizeof(p->err), "%s: out of memory",
@@ -159,8 +177,13 @@ int perffile_records_threaded(struct perffile *pf, record_fn fn, void *ctx,
 		return perffile_records(pf, fn, ctx, err, errlen);
 	}
 	int rc = 0;
+	struct item *done_batch = NULL;   /* given back at the next take */
 	for (;;) {
 		pthread_mutex_lock(&p->m);
+		if (done_batch && p->nspare < QUEUE_BATCHES + 2) {
+			p->spare[p->nspare++] = done_batch;
+			done_batch = NULL;
+		}
 		while (!p->n && !p->done)
 			pthread_cond_wait(&p->can_take, &p->m);
 		if (!p->n) {            /* done, and nothing left */
@@ -193,7 +216,8 @@ int perffile_records_threaded(struct perffile *pf, record_fn fn, void *ctx,
 				free((void *)it->rec);
 		}
 		buf_release_n(run, nrun);
-		free(batch);
+		free(done_batch);   /* only when the spares were full */
+		done_batch = batch;
 		if (rc) {               /* stop the producer, drain the rest */
 			pthread_mutex_lock(&p->m);
 			p->stop = 1;
@@ -202,6 +226,9 @@ int perffile_records_threaded(struct perffile *pf, record_fn fn, void *ctx,
 		}
 	}
 	pthread_join(t, NULL);
+	free(done_batch);
+	for (int i = 0; i < p->nspare; i++)
+		free(p->spare[i]);
 	/* what only the producer's walk counted */
 	pf->tail_cut = p->prod.tail_cut;
 	pf->decompressed = p->prod.decompressed;
