@@ -5,6 +5,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import shutil
 import tempfile
+import time
 from unittest import mock
 
 from allocsites_lib.read import perfdata, scancache
@@ -51,6 +52,8 @@ class ScanCacheTest(unittest.TestCase):
         self.assertEqual(len(scancache.scan(self.data).times), 301)
 
     def test_damage_after_saving_is_not_hidden(self):
+        # saved as soon as written, the stat is not settled: the digest
+        # decides, though the edit may fall in the same clock tick
         blob = recording(300)
         self.write(blob)
         scancache.save(self.data, perfdata.scan(self.data))
@@ -58,6 +61,66 @@ class ScanCacheTest(unittest.TestCase):
         damaged[len(blob) // 2] ^= 0xff   # same size, one byte changed
         self.write(bytes(damaged))
         self.assertIsNone(scancache.load(self.data))
+
+    def later(self, seconds):
+        """time.time_ns as it will be in seconds."""
+        now = time.time_ns() + seconds * 10 ** 9
+        return mock.patch.object(scancache.time, "time_ns", return_value=now)
+
+    def no_hashing(self):
+        return mock.patch.object(scancache, "digest",
+                                 side_effect=AssertionError("hashed"))
+
+    def test_a_settled_recording_is_not_hashed_again(self):
+        self.write(recording())
+        fresh = perfdata.scan(self.data)
+        with self.later(10):   # the file last changed 10 s before
+            scancache.save(self.data, fresh)
+        with self.no_hashing():
+            self.assertEqual(vars(scancache.load(self.data)), vars(fresh))
+            self.assertEqual(vars(scancache.load(self.data, False)),
+                             vars(perfdata.scan(self.data, False)))
+
+    def test_hashed_while_not_settled_then_kept_settled(self):
+        self.write(recording())
+        fresh = perfdata.scan(self.data)
+        scancache.save(self.data, fresh)   # just written: not settled
+        with mock.patch.object(scancache, "digest",
+                               wraps=scancache.digest) as hashed:
+            self.assertEqual(vars(scancache.load(self.data)), vars(fresh))
+            self.assertEqual(hashed.call_count, 1)
+            with self.later(10):   # settled by now: the stat is kept
+                self.assertEqual(vars(scancache.load(self.data)),
+                                 vars(fresh))
+            self.assertEqual(hashed.call_count, 2)
+        with self.no_hashing():
+            self.assertEqual(vars(scancache.load(self.data)), vars(fresh))
+
+    def test_a_change_to_a_settled_recording_is_seen(self):
+        blob = recording(300)
+        self.write(blob)
+        with self.later(10):
+            scancache.save(self.data, perfdata.scan(self.data))
+        damaged = bytearray(blob)
+        damaged[len(blob) // 2] ^= 0xff   # same size, one byte changed
+        self.write(bytes(damaged))
+        # the write moved mtime and ctime (the kernel's clock ticks in
+        # ms, and this test may fall in the same tick: mtime set apart)
+        st = os.stat(self.data)
+        os.utime(self.data, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+        self.assertIsNone(scancache.load(self.data))
+
+    def test_a_touched_recording_is_hashed(self):
+        self.write(recording())
+        fresh = perfdata.scan(self.data)
+        with self.later(10):
+            scancache.save(self.data, fresh)
+        st = os.stat(self.data)
+        os.utime(self.data, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+        with mock.patch.object(scancache, "digest",
+                               wraps=scancache.digest) as hashed:
+            self.assertEqual(vars(scancache.load(self.data)), vars(fresh))
+            self.assertEqual(hashed.call_count, 1)
 
     def test_a_bad_sidecar_is_ignored(self):
         self.write(recording())
