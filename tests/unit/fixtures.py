@@ -113,6 +113,9 @@ class StubSymbolizer:
     def frames(self, r):
         return self.table[r]
 
+    def expand(self, raws):
+        return [f for r in raws for f in self.table[r]]
+
     def elf(self, dso):
         return None
 

@@ -385,6 +385,26 @@ class TruncationTest(unittest.TestCase):
         self.assertEqual(fold.fold(t, w.sym).truncated, 1)
 
 
+class StackOrderTest(unittest.TestCase):
+    def test_most_bytes_then_count_then_names_ties_kept_in_order(self):
+        def st(nbytes, count, *names, tag=""):
+            return fold.Stack(tuple(fr(n) for n in names), count, nbytes,
+                              {tag: nbytes})
+        stacks = [st(10, 1, "b"), st(30, 1, "z"), st(10, 2, "y"),
+                  st(10, 1, "a", "c"), st(10, 1, "a"), st(10, 1, "b", tag="t"),
+                  st(10, 1, "a", "b")]
+        # the rule as fold had it: one sort on (-bytes, -count, names),
+        # stable, so stacks of equal names keep the order they came in
+        expected = sorted(stacks, key=lambda s: (
+            -s.bytes, -s.count, [f.function for f in s.frames]))
+        got = fold.by_size_then_functions(stacks)
+        self.assertEqual(got, expected)
+        self.assertEqual([s.frames[0].function for s in got],
+                         ["z", "y", "a", "a", "a", "b", "b"])
+        self.assertEqual([s.tags for s in got[-2:]], [{"": 10}, {"t": 10}])
+        self.assertEqual(fold.by_size_then_functions([]), [])
+
+
 class TagLabelTest(unittest.TestCase):
     def test_tag_label(self):
         self.assertEqual(fold.tag_label(1, {1: "ast"}), "ast")

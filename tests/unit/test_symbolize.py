@@ -123,6 +123,21 @@ class SymbolizerFakeTest(unittest.TestCase):
             self.sym.frames(r)
         self.assertEqual(len(self.a2l.calls), 1)
 
+    def test_expand_is_each_frames_inlines_in_one_list(self):
+        a, b, c = raw(0x1000), raw(0x1010), raw(0x1020)
+        self.answer(APP, 0x1000, ("inner", "/src/x.c", 1),
+                    ("outer", "/src/x.c", 2))
+        self.answer(APP, 0x1010, ("g", "/src/y.c", 3))
+        self.answer(APP, 0x1020, ("h", "/src/y.c", 4))
+        self.sym.resolve([a, b])   # c not yet: expand resolves it
+        self.assertEqual(self.sym.expand((a, b, c)), [
+            Frame("inner", "/src/x.c", 1, APP, True),
+            Frame("outer", "/src/x.c", 2, APP, False),
+            Frame("g", "/src/y.c", 3, APP, False),
+            Frame("h", "/src/y.c", 4, APP, False)])
+        self.assertEqual(self.sym.expand(()), [])
+        self.assertEqual(len(self.a2l.calls), 2)
+
     def test_cache_covers_unresolved_frames(self):
         r = raw(0x1000)
         self.sym.resolve([r])

@@ -146,13 +146,13 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
     site_of = {}
     stack_live = collections.defaultdict(lambda: [0, 0, 0])
     total_count = total_bytes = truncated = 0
-    frames_of = symbolizer.frames
+    expand = symbolizer.expand
     for (frames, tag), entry in entries.items():
         count, nbytes = entry.count, entry.bytes
         if not tag_selected(tag, tag_names, tags):
             continue
         label = tag_label(tag, tag_names)
-        logical = [f for raw in frames for f in frames_of(raw)]
+        logical = expand(frames)
         chain = call_site_stack(logical, skip_re)
         if guest is not None:
             chain = guest.splice(parse.guest_of(frames), chain)
@@ -196,19 +196,37 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
     ordered = sorted(sites.values(), key=lambda s: (
         -s.bytes, -s.count, s.frame.file, s.frame.line, s.frame.function))
 
-    def finish(s):
-        s = s._replace(tags=dict(s.tags))
+    def stack(shown, total):
+        count, nbytes, tags = total
         if live is None:
-            return s
-        peak, leaked, temporary = stack_live[s.frames]
-        return s._replace(peak=peak, leaked=leaked, temporary=None
-                          if mode == "sampled" else temporary)
+            return Stack(shown, count, nbytes, dict(tags))
+        peak, leaked, temporary = stack_live[shown]
+        return Stack(shown, count, nbytes, dict(tags), peak, leaked,
+                     None if mode == "sampled" else temporary)
 
-    stack_list = sorted(
-        (finish(Stack(shown, *total)) for shown, total in stacks.items()),
-        key=lambda s: (-s.bytes, -s.count, [f.function for f in s.frames]))
+    stack_list = by_size_then_functions(
+        [stack(shown, total) for shown, total in stacks.items()])
     return Profile(ordered, stack_list, total_count, total_bytes, truncated,
                    site_of)
+
+
+def by_size_then_functions(stacks):
+    """stacks most bytes first, then most allocations, then by their
+    functions' names: sorted by the names only where the first two tie
+    (building every stack's list of names was a fifth of fold's time on
+    16,659 stacks)."""
+    out = sorted(stacks, key=lambda s: (-s.bytes, -s.count))
+    i, n = 0, len(out)
+    while i < n:
+        j = i + 1
+        while j < n and out[j].bytes == out[i].bytes and \
+                out[j].count == out[i].count:
+            j += 1
+        if j - i > 1:
+            out[i:j] = sorted(out[i:j], key=lambda s: [
+                f.function for f in s.frames])
+        i = j
+    return out
 
 
 class _ZeroLive:

@@ -183,6 +183,17 @@ class Symbolizer:
             self.resolve([raw])
         return self._cache[raw]
 
+    def expand(self, raws):
+        """The source frames of a stack of RawFrames, innermost first,
+        inlines expanded: frames() of each, in one list (fold calls it
+        for every distinct stack, a method call a frame was a quarter
+        of fold's time)."""
+        cache = self._cache
+        try:
+            return [f for raw in raws for f in cache[raw]]
+        except KeyError:
+            return [f for raw in raws for f in self.frames(raw)]
+
     @staticmethod
     def _frames(raw, answer):
         if not answer or answer[0][1] is None:
