@@ -25,7 +25,9 @@ What one allocation costs at each stage, per event, on the burst program
                 less what only allocsites adds around it (the writer's
                 wake-ups and priority, the --control FIFO), timed from
                 perf's start to its exit; record's whole command against
-                it is issue 30's "record within 1.1x a bare perf record"
+                it is issue 30's "record within 1.1x a bare perf record":
+                the median of each run's own ratio, the two run one
+                after the other, in turn first
   read          allocsites-read alone (the native reader: parse,
                 decompress, order, unwind, tally) over the recording, per
                 event; and over the --unwind none recording (no stack to
@@ -122,6 +124,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="allocsites-floor-")
     rows = {k: [] for k in ("alone", "none", "dwarf", "record", "bare", "scan",
                             "read_none", "read", "sweep", "report")}
+    ratios = []   # each run's whole record command / its bare perf record
     try:
         for i in range(args.runs):
             print("run %d of %d" % (i + 1, args.runs), file=sys.stderr)
@@ -131,12 +134,22 @@ def main():
             r = run([PY, ALLOCSITES, "record", "--unwind", "none", "-o",
                      none, "--"] + prog)
             rows["none"].append(elapsed_ns(r.stdout) / 1e9)
+            # the whole command and the bare perf record one after the
+            # other, in turn first: the VM's speed drifts by tens of
+            # percent within minutes, and a pair's own ratio (ratios
+            # below) cancels what they share
+            bare_first = i % 2 == 1
+            if bare_first:
+                rows["bare"].append(bare_perf(prog, os.path.join(
+                    tmp, "bare.data")))
             wall, r = timed([PY, ALLOCSITES, "record", "-o", dwarf, "--"] +
                             prog, discard=False)
             rows["dwarf"].append(elapsed_ns(r.stdout) / 1e9)
             rows["record"].append(wall)
-            rows["bare"].append(bare_perf(prog, os.path.join(tmp,
-                                                             "bare.data")))
+            if not bare_first:
+                rows["bare"].append(bare_perf(prog, os.path.join(
+                    tmp, "bare.data")))
+            ratios.append(rows["record"][-1] / rows["bare"][-1])
             rows["scan"].append(timed([READER, "--scan", dwarf])[0])
             rows["read_none"].append(timed([READER, none])[0])
             rows["read"].append(timed([READER, dwarf])[0])
@@ -174,7 +187,9 @@ def main():
     print("| bare perf record | %s | the same perf record alone, same "
           "events and options |" % us(med["bare"], events))
     print("| record against bare perf | %.2fx | whole command / bare perf "
-          "record |" % (med["record"] / med["bare"]))
+          "record, the median of the runs' own ratios (%s) |"
+          % (statistics.median(ratios),
+             ", ".join("%.2fx" % r for r in ratios)))
     print("| record's scan | %s | its pass over the file after perf "
           "(allocsites-read --scan) |" % us(med["scan"], events))
     print("| read, no stacks | %s | allocsites-read on the --unwind none "
