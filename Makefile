@@ -30,7 +30,7 @@ MAILBOX_SO = $(if $(wildcard $(DLFILTER_H)),$(BUILD)/allocsites_mailbox.so)
 # allocsites-read --sweep): the sweep's sources but its main.c.
 READER_SRC := $(wildcard scripts/reader/*.c) \
 	$(filter-out scripts/sweep/main.c,$(wildcard scripts/sweep/*.c))
-READER_H := scripts/reader/reader.h scripts/reader/sweeper.h \
+READER_H := scripts/reader/reader.h scripts/reader/sweeper.h scripts/sweep/logcols.h \
 	scripts/sweep/sweep.h
 READER = $(BUILD)/allocsites-read
 
@@ -49,7 +49,7 @@ SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=all \
 
 all: examples $(TEST_PROGRAMS) $(MAILBOX_SO) $(READER) $(SWEEP) $(READER_ASAN)
 
-$(SWEEP): $(SWEEP_SRC) scripts/sweep/sweep.h
+$(SWEEP): $(SWEEP_SRC) scripts/sweep/sweep.h scripts/sweep/logcols.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -std=gnu11 -Wall -Wextra $(SWEEP_SRC) -o $@
 

@@ -148,13 +148,12 @@ static int queue_more(struct log *log)
 static void chunk_done(struct log *log, u32 ch)
 {
 	struct sweeper *s = log->arg;
-	struct cols *m = log->chunks[ch].mem;
+	struct logcols *m = log->chunks[ch].mem;
 	struct logcols c;
 
 	if (!m)
 		return;
-	c = (struct logcols){ m->kinds, m->times, m->pids, m->tids, m->a,
-			      m->b, m->sizes, m->keyidx, 0, 0, 0 };
+	c = *m;
 	free(m);
 	log->chunks[ch].mem = NULL;
 	pthread_mutex_lock(&s->mu);
@@ -238,13 +237,8 @@ void sweeper_chunk(struct sweeper *s, struct logcols *c)
 		s->held++;
 	pthread_mutex_unlock(&s->mu);
 	if (keep) {
-		struct cols *m = xcalloc(1, sizeof *m);
-		*m = (struct cols){ .kinds = c->kind, .times = c->time,
-				    .pids = c->pid, .tids = c->tid,
-				    .a = c->a, .b = c->b, .sizes = c->size,
-				    .keyidx = c->key, .n = c->n,
-				    .nsizes = c->n_size,
-				    .nkeyidx = c->n_key };
+		struct logcols *m = xmalloc(sizeof *m);
+		*m = *c;
 		k.mem = m;
 	} else {
 		to_file(s, c, &k);

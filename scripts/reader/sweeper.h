@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../sweep/logcols.h"
+
 /* events in a chunk of the event log (eventlog.SPILL_EVERY) */
 #define LOG_CHUNK_EVENTS (1u << 19)
 
@@ -17,16 +19,7 @@
  * the log takes */
 #define SWEEP_CHUNK (1u << 15)
 
-/* one chunk's columns (eventlog.py's), each array LOG_CHUNK_EVENTS long */
-struct logcols {
-	uint8_t *kind;
-	int64_t *time;
-	int32_t *pid, *tid;
-	uint64_t *a, *b, *size;
-	uint32_t *key;
-	size_t n, n_size, n_key;
-};
-
+/* c's arrays, each LOG_CHUNK_EVENTS long */
 void logcols_alloc(struct logcols *c);
 /* Writes c's n events to fd, in EventLog._spill's layout (each column's
  * array after the one before), *offset moved on by what was written;

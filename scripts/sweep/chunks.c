@@ -19,11 +19,7 @@ void cols_read(const struct log *log, u32 ch, struct cols *c)
 	u8 *base;
 
 	if (k->mem) {   /* in memory: c's own buffer stays for the next */
-		void *buf = c->buf;
-		size_t cap = c->cap;
-		*c = *k->mem;
-		c->buf = buf;
-		c->cap = cap;
+		c->col = *k->mem;
 		return;
 	}
 	for (i = 0; i < 8; i++) {
@@ -50,16 +46,16 @@ void cols_read(const struct log *log, u32 ch, struct cols *c)
 		}
 		off += len;
 	}
-	c->kinds = base + at[0];
-	c->times = (i64 *)(base + at[1]);
-	c->pids = (i32 *)(base + at[2]);
-	c->tids = (i32 *)(base + at[3]);
-	c->a = (u64 *)(base + at[4]);
-	c->b = (u64 *)(base + at[5]);
-	c->sizes = (u64 *)(base + at[6]);
-	c->keyidx = (u32 *)(base + at[7]);
-	c->n = k->len[0];
-	c->nsizes = k->len[6];
-	c->nkeyidx = k->len[7];
+	c->col.kind = base + at[0];
+	c->col.time = (i64 *)(base + at[1]);
+	c->col.pid = (i32 *)(base + at[2]);
+	c->col.tid = (i32 *)(base + at[3]);
+	c->col.a = (u64 *)(base + at[4]);
+	c->col.b = (u64 *)(base + at[5]);
+	c->col.size = (u64 *)(base + at[6]);
+	c->col.key = (u32 *)(base + at[7]);
+	c->col.n = k->len[0];
+	c->col.n_size = k->len[6];
+	c->col.n_key = k->len[7];
 }
 

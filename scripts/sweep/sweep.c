@@ -93,14 +93,14 @@ static void plan_scan(const struct log *log, struct plan *p)
 
 	for (; p->scanned < log->nchunks; p->scanned++) {
 		cols_read(log, p->scanned, &c);
-		for (i = 0; i < c.n; i++) {
-			u8 kind = c.kinds[i];
+		for (i = 0; i < c.col.n; i++) {
+			u8 kind = c.col.kind[i];
 			p->seen[kind] = 1;
 			if (kind == K_EXIT)
-				*u64map_put(&p->last_exit, (u64)(u32)c.pids[i],
+				*u64map_put(&p->last_exit, (u64)(u32)c.col.pid[i],
 					    &fresh) = p->base + i;
 		}
-		p->base += c.n;
+		p->base += c.col.n;
 	}
 	free(c.buf);
 }
@@ -674,13 +674,13 @@ static void run(struct sweep *s, struct log *log, u64 stop)
 	for (ch = 0; left && chunk_ready(p, log, ch); ch++) {
 		u64 ki = 0, si = 0, n;
 		cols_read(log, ch, &c);
-		n = c.n < left ? c.n : left;
+		n = c.col.n < left ? c.col.n : left;
 		left -= n;
 		for (e = 0; e < n; e++, i++) {
-			u8 kind = c.kinds[e];
-			i64 t = c.times[e];
-			i32 pid = c.pids[e], tid = c.tids[e];
-			u64 a = c.a[e], b = c.b[e];
+			u8 kind = c.col.kind[e];
+			i64 t = c.col.time[e];
+			i32 pid = c.col.pid[e], tid = c.col.tid[e];
+			u64 a = c.col.a[e], b = c.col.b[e];
 
 			if (s->times_first) {   /* the first event's time */
 				s->times_first = 0;
@@ -705,10 +705,10 @@ static void run(struct sweep *s, struct log *log, u64 stop)
 				const u32 *runs;
 				int was_live;
 
-				if (ki >= c.nkeyidx)
+				if (ki >= c.col.n_key)
 					die("chunk %u: more allocations than "
 					    "keys", ch);
-				k = c.keyidx[ki++];
+				k = c.col.key[ki++];
 				if (k >= log->nkeys && !log->follow)
 					die("key %llu out of range",
 					    (unsigned long long)k);
@@ -726,10 +726,10 @@ static void run(struct sweep *s, struct log *log, u64 stop)
 					tuple = th->tuple;
 				}
 				if (sampled) {
-					if (si >= c.nsizes)
+					if (si >= c.col.n_size)
 						die("chunk %u: more samples than "
 						    "sizes", ch);
-					osize = c.sizes[si++];
+					osize = c.col.size[si++];
 					if (!osize || !b)
 						continue;   /* stands for nothing */
 				}
@@ -834,9 +834,9 @@ static void run(struct sweep *s, struct log *log, u64 stop)
 			}
 			/* the other mode's free: ignored */
 		}
-		if (si > c.nsizes)
+		if (si > c.col.n_size)
 			die("chunk %u: more samples than sizes", ch);
-		if (log->done && e == c.n)   /* all of it swept */
+		if (log->done && e == c.col.n)   /* all of it swept */
 			log->done(log, ch);
 	}
 	free(c.buf);

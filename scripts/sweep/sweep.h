@@ -25,6 +25,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "logcols.h"
+
 typedef uint64_t u64;
 typedef uint32_t u32;
 typedef uint16_t u16;
@@ -181,12 +183,12 @@ struct thread {
 };
 
 /* ------------------------------------------------------------ sweep.c */
-struct cols;
+struct logcols;
 
 struct chunk {
 	u64 offset;
 	u64 len[8];     /* kinds times pids tids a b sizes keyidx */
-	struct cols *mem;   /* its columns in memory (the reader's own
+	struct logcols *mem;   /* its columns in memory (the reader's own
 	                     * sweep), or NULL: in the file at offset */
 };
 
@@ -211,10 +213,10 @@ struct log {
 	void *arg;
 };
 
-/* the columns of one chunk, read back */
+/* the columns of one chunk, read back; buf: the bytes read from the
+ * log's file (kept for the next chunk), or unused for one in memory */
 struct cols {
-	u8 *kinds; i64 *times; i32 *pids, *tids; u64 *a, *b, *sizes; u32 *keyidx;
-	u64 n, nsizes, nkeyidx;
+	struct logcols col;
 	void *buf;
 	size_t cap;
 };
