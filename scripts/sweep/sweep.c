@@ -47,6 +47,12 @@ struct sweep {
 	u64 epoch;
 	i128 *kb_saved;
 	u64 *kb_ep;
+	/* per key, the code (+1; 0: none yet) of its last allocation and
+	 * that code's index: a key's allocations come mostly in one phase
+	 * slot, and codes_get's hash lookup was a seventh of the sweep's
+	 * instructions on minicc's 10^6 fp log (by hand, callgrind) */
+	u64 *memo_code;
+	u32 *memo_ci;
 	struct u64map procs;       /* pid -> struct proc * */
 	struct u64map threads;     /* tid -> struct thread * */
 	i128 total, ctotal;
@@ -157,6 +163,8 @@ static void keys_need(struct sweep *s, u64 k)
 	GROW(s->kb, s->nkb, n);
 	GROW(s->kb_saved, s->nkb, n);
 	GROW(s->kb_ep, s->nkb, n);
+	GROW(s->memo_code, s->nkb, n);
+	GROW(s->memo_ci, s->nkb, n);
 	s->nkb = n;
 }
 
@@ -733,7 +741,13 @@ static void run(struct sweep *s, struct log *log, u64 stop)
 					if (!osize || !b)
 						continue;   /* stands for nothing */
 				}
-				ci = codes_get(&s->codes, code);
+				if (s->memo_code[k] == code + 1) {
+					ci = s->memo_ci[k];
+				} else {
+					ci = codes_get(&s->codes, code);
+					s->memo_code[k] = code + 1;
+					s->memo_ci[k] = ci;
+				}
 				if (sampled) {
 					if (osize >= log->min_size) {
 						struct codes *cs = &s->codes;
