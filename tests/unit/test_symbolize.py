@@ -1,4 +1,4 @@
-import os, sys, unittest
+import os, sys, threading, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
 from allocsites_lib.analyze import symbolize
@@ -94,6 +94,33 @@ class SymbolizerFakeTest(unittest.TestCase):
             (LIB, [0x2000, 0x2010, 0x2020])])
         self.assertEqual(self.sym.frames(lib[1]),
                          (Frame("f", "/src/x.c", 0x10, LIB, False),))
+
+    def test_dsos_are_asked_side_by_side(self):
+        # each lookup waits until the other has started: asked one after
+        # the other, the barrier would time out
+        if (os.cpu_count() or 1) < 2:
+            self.skipTest("one CPU: the DSOs are asked in turn")
+        barrier = threading.Barrier(2, timeout=10)
+
+        def a2l(path, addresses):
+            barrier.wait()
+            return {a: [("f", "/src/%s.c" % os.path.basename(path), 7)]
+                    for a in addresses}
+        sym = Symbolizer(a2l, self.open_elf)
+        app, lib = raw(0x1000), raw(0x2000, dso=LIB)
+        sym.resolve([app, lib])
+        self.assertEqual(sym.frames(lib)[0].line, 7)
+        self.assertEqual(sym.frames(app)[0].file,
+                         "/src/%s.c" % os.path.basename(APP))
+
+    def test_a_lookup_that_fails_is_raised_to_the_caller(self):
+        def a2l(path, addresses):
+            if path == LIB:
+                raise ValueError("bad answer")
+            return {}
+        sym = Symbolizer(a2l, self.open_elf)
+        with self.assertRaises(ValueError):
+            sym.resolve([raw(0x1000), raw(0x2000, dso=LIB)])
 
     def test_no_addr2line_is_said_as_such(self):
         from allocsites_lib.analyze.symbolize import Addr2lineMissing

@@ -20,6 +20,7 @@ import collections
 import os
 import re
 import subprocess
+import threading
 
 from ..read import elf as elfmod
 
@@ -146,19 +147,15 @@ class Symbolizer:
                            "shown as addresses" % raw.dso)
                 continue
             todo[raw.dso].add(raw)
+        asked = self._ask_all(todo)
         for dso, raws in todo.items():
-            image = self.elf(dso)
-            answers, found = {}, {}
+            image, link, found = asked[dso]
+            answers = {}
             if image is None:
                 self._warn(("noelf", dso), "cannot read %s: frames shown as "
                            "function+offset" % dso)
             else:
-                link = {raw: elfmod.to_link_address(image, raw.addr)
-                        for raw in raws}
-                try:
-                    found = self._addr2line(dso, sorted(set(link.values())))
-                except Addr2lineMissing:
-                    found = None
+                if found is None:
                     self._warn(("noaddr2line",), "addr2line is not "
                                "installed (Debian: binutils): frames shown "
                                "as function+offset")
@@ -176,6 +173,55 @@ class Symbolizer:
                     found is not None:
                 self._warn(("nodebug", dso), "no debug line info in %s: "
                            "frames shown as function+offset" % dso)
+
+    def _ask_all(self, todo):
+        """{dso: (ElfFile or None, {raw: link address}, addr2line's
+        answer or None when there is none to ask)} for todo's ({dso: set
+        of RawFrame}) DSOs. The answers come from other processes
+        (allocsites-read --lines), asked from as many threads as there
+        are CPUs, so that they run side by side: the program's and
+        libc's took 0.06 and 0.13 s one after the other in minicc's 10^7
+        report (by hand). An exception in a thread is raised here."""
+        asked = {}
+        for dso in todo:   # the ELF files opened here, in order
+            self.elf(dso)
+        work = list(todo.items())
+        lock = threading.Lock()
+
+        def ask(dso, raws):
+            image = self.elf(dso)
+            link, found = {}, {}
+            if image is not None:
+                link = {raw: elfmod.to_link_address(image, raw.addr)
+                        for raw in raws}
+                try:
+                    found = self._addr2line(dso, sorted(set(link.values())))
+                except Addr2lineMissing:
+                    found = None
+            return image, link, found
+
+        def worker():
+            while True:
+                with lock:
+                    if not work:
+                        return
+                    dso, raws = work.pop(0)
+                try:
+                    asked[dso] = ask(dso, raws)
+                except BaseException as e:   # noqa: BLE001 - raised below
+                    asked[dso] = e
+
+        threads = [threading.Thread(target=worker, daemon=True)
+                   for _ in range(min(len(work), os.cpu_count() or 1) - 1)]
+        for t in threads:
+            t.start()
+        worker()
+        for t in threads:
+            t.join()
+        for dso in todo:
+            if isinstance(asked[dso], BaseException):
+                raise asked[dso]
+        return asked
 
     def frames(self, raw):
         """The source frames of one RawFrame, innermost first."""
