@@ -126,8 +126,7 @@ int order_queue(struct order *o, u64 time, const u8 *rec, u32 size,
 	e->seq = o->seq++;
 	e->size = size;
 	e->buf = b;
-	if (b) {
-		buf_retain(b);
+	if (b) {   /* the caller's reference to b is now the entry's */
 		e->rec = rec;
 	} else {
 		memcpy(e->data, rec, size);
@@ -140,7 +139,7 @@ int order_queue(struct order *o, u64 time, const u8 *rec, u32 size,
 	o->q[o->n++] = e;
 	if (time > o->max_time)
 		o->max_time = time;
-	return 0;
+	return b ? 1 : 0;
 }
 
 static int cmp(const void *a, const void *b)

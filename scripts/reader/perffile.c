@@ -536,8 +536,13 @@ static long walk(struct perffile *pf, const u8 *buf, size_t n,
 			if (decompress(pf, buf + pos + 8, size - 8u, dctx, z,
 				       fn, ctx, err, errlen))
 				return -1;
-		} else if (fn(ctx, buf + pos, size, dctx ? NULL : z->cur) < 0) {
-			return -1;
+		} else {
+			struct buf *b = dctx ? NULL : z->cur;
+			int kept = fn(ctx, buf + pos, size, b);
+			if (kept < 0)
+				return -1;
+			if (kept > 0 && b)   /* the reference fn now owns */
+				buf_retain(b);
 		}
 		pos += size;
 	}

@@ -203,7 +203,9 @@ int perffile_records_threaded(struct perffile *pf, record_fn fn, void *ctx,
 		for (int i = 0; i < count; i++) {
 			struct item *it = &batch[i];
 			pf->at = it->at;
-			if (!rc && fn(ctx, it->rec, it->size, it->b) < 0)
+			int kept = 0;
+			if (!rc && (kept = fn(ctx, it->rec, it->size,
+					      it->b)) < 0)
 				rc = -1;
 			if (it->b != run) {
 				buf_release_n(run, nrun);
@@ -211,7 +213,7 @@ int perffile_records_threaded(struct perffile *pf, record_fn fn, void *ctx,
 				nrun = 0;
 			}
 			if (it->b)
-				nrun++;
+				nrun += kept <= 0;   /* kept: fn owns its reference */
 			else
 				free((void *)it->rec);
 		}

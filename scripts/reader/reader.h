@@ -158,8 +158,12 @@ size_t buf_live(void);          /* buffers out of the free list */
 /* perffile.c */
 int perffile_open(struct perffile *pf, const char *path, char *err,
 		  size_t errlen);
-/* b: the buffer rec lies in, which fn may keep (buf_retain) past the
- * call; NULL when rec must be copied to be kept. */
+/* b: the buffer rec lies in, or NULL when rec must be copied to be kept.
+ * Returns -1 on error, 0, or 1 when fn keeps rec where it lies past the
+ * call: it then owns one reference to b, given by the caller (pipe.c
+ * hands over the one it holds for the record; perffile_records takes a
+ * new one). An atomic count taken for each kept record on the consumer's
+ * side was 3% of reading a frame-pointer recording. */
 typedef int (*record_fn)(void *ctx, const u8 *rec, u32 size, struct buf *b);
 /* Calls fn for every record of the data section, compressed ones
  * decompressed in place of their container. Returns 0, or -1 with err. */
@@ -194,6 +198,8 @@ typedef int (*deliver_fn)(void *ctx, const u8 *rec, u32 size, u64 at);
 struct order *order_new(deliver_fn fn, void *ctx);
 /* b: the buffer rec lies in (kept until rec is delivered), or NULL to
  * copy rec. */
+/* Queues rec; 1 when it is kept where it lies, in b, the caller's
+ * reference to b then the queue's (record_fn); 0 when copied; -1 */
 int order_queue(struct order *o, u64 time, const u8 *rec, u32 size,
 		struct buf *b, u64 at);
 int order_round(struct order *o);     /* FINISHED_ROUND */
