@@ -65,10 +65,15 @@ struct emitter {
 	FILE *out;
 	struct strent *strs[HB];
 	struct frament *frames[HB];
+	/* the stack tables grow (a power of two, about a stack a bucket):
+	 * a real interpreter's run has hundreds of thousands of stacks, and
+	 * a fixed table of 65536 chains, each a cache miss a link, was what
+	 * every allocation went through */
 	struct stackent **stacks;
 	size_t stack_buckets;
 	struct rawframe *rawframes[HB];
-	struct rawstack *rawstacks[HB];
+	struct rawstack **rawstacks;
+	size_t rawstack_buckets;
 	u32 nstrings, nframes, nstacks, nrawframes, nrawstacks;
 	int error;
 };
@@ -102,9 +107,14 @@ struct emitter *emit_new(FILE *out)
 	if (!e)
 		return NULL;
 	e->out = out;
-	e->stack_buckets = 1 << 16;
+	/* small, so that growing is what most recordings in the tests do
+	 * (grow_stacks) */
+	e->stack_buckets = e->rawstack_buckets = 1 << 10;
 	e->stacks = calloc(e->stack_buckets, sizeof(*e->stacks));
-	if (!e->stacks) {
+	e->rawstacks = calloc(e->rawstack_buckets, sizeof(*e->rawstacks));
+	if (!e->stacks || !e->rawstacks) {
+		free(e->stacks);
+		free(e->rawstacks);
 		free(e);
 		return NULL;
 	}
@@ -169,12 +179,49 @@ static u32 raw_frame(struct emitter *e, u32 dso, u32 sym, u32 has_addr,
 	return r->id;
 }
 
+/* A stack table twice as wide, its nodes relinked by their kept hash;
+ * as it was when there is no memory for the new one (its chains only
+ * grow longer). One for each of the two tables, whose nodes differ. */
+static void grow_stacks(struct emitter *e)
+{
+	size_t n = e->stack_buckets * 2;
+	struct stackent **t = calloc(n, sizeof(*t));
+	if (!t)
+		return;
+	for (size_t i = 0; i < e->stack_buckets; i++)
+		for (struct stackent *s = e->stacks[i], *next; s; s = next) {
+			next = s->next;
+			s->next = t[s->hash & (n - 1)];
+			t[s->hash & (n - 1)] = s;
+		}
+	free(e->stacks);
+	e->stacks = t;
+	e->stack_buckets = n;
+}
+
+static void grow_rawstacks(struct emitter *e)
+{
+	size_t n = e->rawstack_buckets * 2;
+	struct rawstack **t = calloc(n, sizeof(*t));
+	if (!t)
+		return;
+	for (size_t i = 0; i < e->rawstack_buckets; i++)
+		for (struct rawstack *r = e->rawstacks[i], *next; r; r = next) {
+			next = r->next;
+			r->next = t[r->hash & (n - 1)];
+			t[r->hash & (n - 1)] = r;
+		}
+	free(e->rawstacks);
+	e->rawstacks = t;
+	e->rawstack_buckets = n;
+}
+
 static u32 raw_stack(struct emitter *e, const u32 *frames, u32 n)
 {
 	if (!n)
 		return 0;
 	u64 hash = hash_bytes(frames, (size_t)n * 4, 1469598103934665603ull);
-	size_t b = hash % HB;
+	size_t b = hash & (e->rawstack_buckets - 1);
 	for (struct rawstack *r = e->rawstacks[b]; r; r = r->next)
 		if (r->hash == hash && r->n == n &&
 		    !memcmp(r->frames, frames, (size_t)n * 4))
@@ -186,6 +233,8 @@ static u32 raw_stack(struct emitter *e, const u32 *frames, u32 n)
 	r->n = n;
 	memcpy(r->frames, frames, (size_t)n * 4);
 	e->rawstacks[b] = r;
+	if (e->nrawstacks > e->rawstack_buckets)
+		grow_rawstacks(e);
 	u32 head[2] = { r->id, n };
 	block(e, B_STACK, head, 8, frames, n * 4);
 	return r->id;
@@ -230,7 +279,7 @@ u32 emit_stack(struct emitter *e, struct proc *p, const u64 *pcs, int n,
 	unsigned gen = proc_generation(p);
 	u64 h = hash_words(pcs, (size_t)n,
 			   (u64)(uintptr_t)p * 31 + gen);
-	size_t b = h % e->stack_buckets;
+	size_t b = h & (e->stack_buckets - 1);
 	for (struct stackent *s = e->stacks[b]; s; s = s->next)
 		if (s->hash == h && s->proc == p && s->generation == gen &&
 		    s->n == (u32)n && !memcmp(s->pcs, pcs, (size_t)n * 8)) {
@@ -254,6 +303,8 @@ u32 emit_stack(struct emitter *e, struct proc *p, const u64 *pcs, int n,
 	s->raw = *raw = raw_stack(e, raws, nraw);
 	s->next = e->stacks[b];
 	e->stacks[b] = s;
+	if (e->nstacks > e->stack_buckets)
+		grow_stacks(e);
 	return s->id;
 }
 
