@@ -77,7 +77,9 @@ class Run:
         self.pids = None
         if self.opts.worker_pids:
             self.pids = worker_files.read_pids(self.opts.worker_pids)
-        self.reader = parse.Reader(self.perf_inlines, self.pids)
+        self.reader = parse.Reader(
+            self.perf_inlines, self.pids,
+            True if self.opts.worker_return_addresses else None)
         self.use_tally(Tally(self.opts.min_size))
         self.delivered = 0   # events perf handed over, whatever they were
         # A worker whose time range ends before the recording does stops

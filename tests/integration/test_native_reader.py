@@ -78,9 +78,11 @@ class NativeAgainstPerf(ProfileTest):
             # no call graph: both events' samples alike, told apart by
             # SAMPLE_ID at its place instead of SAMPLE_IDENTIFIER
             ("t_basic", ["300"], ["--unwind", "none"]),
-            # (not --unwind fp: perf script leaves fp callers at their
-            # return address, the reader moves them into the call as for
-            # DWARF stacks; FramePointers holds fp to DWARF instead)
+            # the kernel's frame-pointer walk: perf script hands its
+            # callers on at their return addresses, which the perf path
+            # moves back into the call (parse.kernel_callchain), as the
+            # reader does
+            ("t_basic_fp", ["3000"], ["--unwind", "fp"]),
         ]
         for name, args, record_args in cases:
             with self.subTest(prog=name, record=record_args):

@@ -158,6 +158,48 @@ class EventFromPerfTest(unittest.TestCase):
             "sdt_rt__alloc", fields(), sample(chain), perf_inlines=False).frames), 2)
 
 
+def attr(sample_type):
+    """perf_event_attr's bytes with sample_type at its place (byte 24)."""
+    return bytes(24) + sample_type.to_bytes(8, "little") + bytes(96)
+
+
+class ReturnAddressTest(unittest.TestCase):
+    # --call-graph fp: the kernel's callchain, callers at return addresses
+    FP = attr((1 << 5) | (1 << 7))            # CALLCHAIN, TID...
+    DWARF = attr((1 << 5) | (1 << 12) | (1 << 13))   # REGS_USER, STACK_USER
+
+    def test_kernel_callchain_told_by_the_attr(self):
+        self.assertTrue(parse.kernel_callchain({"attr": self.FP}))
+        self.assertFalse(parse.kernel_callchain({"attr": self.DWARF}))
+        self.assertFalse(parse.kernel_callchain({"attr": attr(0)}))
+        for unknown in (None, {}, {"attr": b"short"}, {"attr": "x" * 40}):
+            self.assertFalse(parse.kernel_callchain(unknown))
+
+    def test_callers_move_back_into_their_call(self):
+        chain = [entry(0xffff_ffff_8100_0000, "kfn", 0, 0),   # kernel: out
+                 entry(0x1010, "leaf", 0x1000, 0x10),
+                 entry(0x2025, "caller", 0x2000, 0x25),
+                 entry(0x7f00_0000_3000, dso=LIBC),            # no symbol
+                 entry(0x4000, "next_fn", 0x4000, 0)]          # at a start
+        self.assertEqual(parse.raw_frames(chain, return_addresses=True), (
+            RawFrame(APP, 0x1010, "leaf", 0x10, None),
+            RawFrame(APP, 0x2024, "caller", 0x24, None),
+            RawFrame(LIBC, None, None, None, 0x7f00_0000_2fff),
+            RawFrame(APP, 0x4000, "next_fn", 0, None)))
+        self.assertEqual(parse.raw_frames(chain)[1],
+                         RawFrame(APP, 0x2025, "caller", 0x25, None))
+
+    def test_event_and_reader_take_it_from_the_attr(self):
+        chain = [entry(0x1010, "leaf", 0x1000, 0x10),
+                 entry(0x2025, "caller", 0x2000, 0x25)]
+        for mode, off in ((self.FP, 0x24), (self.DWARF, 0x25)):
+            s = dict(sample(chain), attr=mode)
+            ev = parse.event_from_perf("sdt_rt__alloc", fields(), s)
+            self.assertEqual(ev.frames[1].off, off)
+            got = parse.Reader().read("sdt_rt__alloc", fields(), s)
+            self.assertEqual(got[6][1].off, off)
+
+
 class RawFramesTest(unittest.TestCase):
     def test_addr_is_sym_start_plus_off_and_ip_dropped(self):
         frames = parse.raw_frames([entry(0x7f00_0000_2000, "g", 0x1f00, 0x100)])

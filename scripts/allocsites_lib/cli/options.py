@@ -65,6 +65,9 @@ def parser(prog="allocsites.py"):
     p.add_argument("--worker-out", default=None, help=argparse.SUPPRESS)
     p.add_argument("--worker-progress", default=None, help=argparse.SUPPRESS)
     p.add_argument("--worker-pids", default=None, help=argparse.SUPPRESS)
+    # the recording's callchains are the kernel's fp walk (workers.py)
+    p.add_argument("--worker-return-addresses", action="store_true",
+                   help=argparse.SUPPRESS)
     p.add_argument("--worker-samples", type=int, default=None,
                    help=argparse.SUPPRESS)
     # perf loaded scripts/dlfilter/allocsites_mailbox.c from this path

@@ -175,6 +175,7 @@ def handler(reader, tally):
             code = names[event_name]
         except KeyError:
             code = names[event_name] = _name_code(event_name)
+            reader.note(sample)   # before its first chain is converted
         except TypeError:   # an unhashable name
             return slow(event_name, fields, sample)
 

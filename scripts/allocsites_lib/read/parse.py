@@ -129,11 +129,38 @@ def event_kind(event_name):
     return m.group(1) if m else None
 
 
-def raw_frames(callchain, perf_inlines=False):
+# perf_event_attr.sample_type (at byte 24) bits
+_SAMPLE_CALLCHAIN = 1 << 5
+_SAMPLE_STACK_USER = 1 << 13
+
+
+def kernel_callchain(sample):
+    """Whether sample's (perf_sample_dict's) callchain is the kernel's
+    frame-pointer walk (--call-graph fp: a callchain and no user stack
+    copy in its event's attr), whose callers are return addresses: perf
+    script hands them on as they are, while its DWARF unwinding (libdw)
+    moves a caller back into its call instruction, as the native reader
+    does for both. False when it cannot tell (no attr)."""
+    attr = sample.get("attr") if isinstance(sample, dict) else None
+    if not isinstance(attr, bytes) or len(attr) < 32:
+        return False
+    sample_type = int.from_bytes(attr[24:32], "little")
+    return bool(sample_type & _SAMPLE_CALLCHAIN) and \
+        not sample_type & _SAMPLE_STACK_USER
+
+
+def raw_frames(callchain, perf_inlines=False, return_addresses=False):
     """perf callchain list -> tuple of RawFrame, leaf first.
 
     perf_inlines: perf ran with inline expansion on, so same-ip entries with
-    a different name are inline entries to drop (see the module doc)."""
+    a different name are inline entries to drop (see the module doc).
+    return_addresses: the callers are return addresses (kernel_callchain):
+    each but the leaf is moved back one byte, into its call, as the native
+    reader does (main.c's user_chain) and perf's DWARF unwinding does, so
+    that its line is the call's, not the next statement's. A return
+    address at its symbol's very start (a call that never returns, last
+    in its function) stays: the symbol perf gave is the next function's,
+    and the one before it is not known here."""
     if not isinstance(callchain, (list, tuple)):
         return ()
     frames = []
@@ -158,6 +185,10 @@ def raw_frames(callchain, perf_inlines=False):
             continue
         if addr is None:
             off = None
+        if return_addresses and frames and (addr is None or off > 0):
+            ip -= 1
+            if addr is not None:
+                addr, off = addr - 1, off - 1
         frames.append(RawFrame(dso, addr, name, off,
                                None if addr is not None else ip))
     return tuple(frames)
@@ -233,7 +264,9 @@ def event_from_perf(event_name, fields, sample, perf_inlines=False):
     if guest is None:
         return None
     return Event(kind, pid, tid, size, tag, weight,
-                 with_guest(raw_frames(callchain, perf_inlines), guest), ptr,
+                 with_guest(raw_frames(callchain, perf_inlines,
+                                       kernel_callchain(sample)), guest),
+                 ptr,
                  time, None, rate, phase)
 
 
@@ -344,10 +377,16 @@ class Reader:
     conversion (about 20 us a chain) runs once per chain, and Tally finds
     the same tuple object for each repeat."""
 
-    def __init__(self, perf_inlines=False, pids=None):
+    def __init__(self, perf_inlines=False, pids=None, return_addresses=None):
+        """return_addresses: whether the callchains are the kernel's fp
+        walk (kernel_callchain); None: told by the first event's attr."""
         self.perf_inlines = perf_inlines
         self.pids = pids or {}
         self._kinds = {}    # event name -> kind or None
+        # the callers are return addresses (kernel_callchain), known from
+        # the first event's attr: one recording, one --call-graph
+        self.return_addresses = bool(return_addresses)
+        self._noted = return_addresses is not None
         self._chains = {}   # tuple of ips -> tuple of RawFrame
         self._frames = {}   # RawFrame -> itself: one object per frame
         self._guested = {}  # (frames, guest) -> GuestFrames
@@ -357,6 +396,7 @@ class Reader:
             kind = self._kinds[event_name]
         except KeyError:
             kind = self._kinds[event_name] = event_kind(event_name)
+            self.note(sample)
         except TypeError:   # an unhashable name: event_from_perf rejects it
             return None
         if kind is None:
@@ -402,6 +442,15 @@ class Reader:
         except Exception:  # noqa: BLE001 - never raise; the slow path checks
             return self._read_slow(event_name, fields, sample)
 
+    def note(self, sample):
+        """Takes the recording's kind of callchain from the first sample
+        dict with an attr (kernel_callchain), before any chain is
+        converted."""
+        if not self._noted and isinstance(sample, dict) and \
+                "attr" in sample:
+            self.return_addresses = kernel_callchain(sample)
+            self._noted = True
+
     def _guest_frames(self, frames, guest):
         """with_guest, one object per (frames, guest)."""
         key = (frames, guest)
@@ -415,7 +464,8 @@ class Reader:
         (less memory, and a smaller, faster pickle for workers.py)."""
         frames = self._frames
         return tuple([frames.setdefault(f, f)
-                      for f in raw_frames(chain, self.perf_inlines)])
+                      for f in raw_frames(chain, self.perf_inlines,
+                                          self.return_addresses)])
 
     def _read_slow(self, event_name, fields, sample):
         event = event_from_perf(event_name, fields, sample, self.perf_inlines)

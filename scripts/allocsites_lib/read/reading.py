@@ -162,6 +162,7 @@ def run_reader(reader, data, report_args, new_tally, perf, entry_script,
         perf, data, entry_script, report_args, ranges, times, new_tally,
         pids=scan.pids if scan is not None and scan.pids else None,
         stop_early=scan is not None and scan.all_tracepoints,
+        return_addresses=scan is not None and scan.unwind == "fp",
         err=err, mailbox_path=mailbox.library_path(entry_script)
         # With several workers on time ranges the dlfilter counted
         # a buffer of frees twice now and then (t_threads 8000,

@@ -71,9 +71,12 @@ class Worker:
             time_ranges.describe_range(self.start, self.end))
 
     def command(self, perf, data, entry_script, report_args, pids_path=None,
-                mailbox_path=None):
+                mailbox_path=None, return_addresses=False):
         """mailbox_path: the built allocsites_mailbox.so (mailbox.py), or
-        None: the plain events then come through perf's Python glue."""
+        None: the plain events then come through perf's Python glue.
+        return_addresses: the recording's callchains are the kernel's
+        frame-pointer walk (parse.kernel_callchain), said to the script,
+        which with pids gets no perf_sample_dict to tell it by."""
         cmd = [perf, "script", "-i", data, "--no-inline", "--max-stack",
                str(MAX_STACK)]
         window = time_ranges.time_option(self.start, self.end)
@@ -88,6 +91,8 @@ class Worker:
             cmd += ["--worker-mailbox", mailbox_path]
         if pids_path:
             cmd += ["--worker-pids", pids_path]
+        if return_addresses:
+            cmd += ["--worker-return-addresses"]
         if self.stop_after is not None:
             cmd += ["--worker-samples", str(self.stop_after)]
         return cmd + list(report_args)
@@ -180,11 +185,12 @@ def _unblock_signals():
 
 def run(perf, data, entry_script, report_args, ranges, times, tally_factory,
         pids=None, stop_early=False, err=sys.stderr, progress=None,
-        mailbox_path=None):
+        mailbox_path=None, return_addresses=False):
     """Runs one worker per range of time_ranges.split(); returns
     collect()'s Result. pids: {thread id: process id} for the workers,
     or None (they then read it from perf_sample_dict). mailbox_path: the
     built allocsites_mailbox.so, used with pids only (mailbox.py).
+    return_addresses: the recording is --unwind fp (Worker.command).
     stop_early: times are exactly the samples perf hands the script, so a
     worker may stop reading once it has had all of its range's (all but
     the last). Raises interrupts.Interrupted on SIGINT, SIGTERM or
@@ -218,7 +224,8 @@ def run(perf, data, entry_script, report_args, ranges, times, tally_factory,
                     w.proc = subprocess.Popen(
                         w.command(perf, data, entry_script, report_args,
                                   pids_path,
-                                  mailbox_path if pids_path else None),
+                                  mailbox_path if pids_path else None,
+                                  return_addresses),
                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                         stderr=stderr, preexec_fn=_unblock_signals)
             finally:
