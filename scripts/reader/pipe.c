@@ -30,10 +30,13 @@ struct item {
  * record) made 80,000 of them at 10^7 allocations, and the reader took a
  * sixth longer than with 4096 (by hand, interleaved runs). The byte bound
  * keeps a DWARF recording's batches (8 KiB of stack copy a record) near
- * the 256 records they were, and the records in flight near 32 MiB. */
+ * the 256 records they were. Four batches in the queue: sixteen held
+ * 20 MB more of zstd's buffers (each queued record keeps its 4 MiB
+ * buffer) for no gain in time (interleaved runs, fp 10^7 and DWARF
+ * 10^6, by hand). */
 #define BATCH 4096
 #define BATCH_BYTES (2u << 20)
-#define QUEUE_BATCHES 16
+#define QUEUE_BATCHES 4
 
 struct pipe {
 	struct perffile prod;   /* the producer's copy of the perffile */
