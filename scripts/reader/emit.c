@@ -108,7 +108,7 @@ struct emitter *emit_new(FILE *out)
 		return NULL;
 	e->out = out;
 	/* small, so that growing is what most recordings in the tests do
-	 * (grow_stacks) */
+	 * (GROW_CHAINS) */
 	e->stack_buckets = e->rawstack_buckets = 1 << 10;
 	e->stacks = calloc(e->stack_buckets, sizeof(*e->stacks));
 	e->rawstacks = calloc(e->rawstack_buckets, sizeof(*e->rawstacks));
@@ -181,40 +181,23 @@ static u32 raw_frame(struct emitter *e, u32 dso, u32 sym, u32 has_addr,
 
 /* A stack table twice as wide, its nodes relinked by their kept hash;
  * as it was when there is no memory for the new one (its chains only
- * grow longer). One for each of the two tables, whose nodes differ. */
-static void grow_stacks(struct emitter *e)
-{
-	size_t n = e->stack_buckets * 2;
-	struct stackent **t = calloc(n, sizeof(*t));
-	if (!t)
-		return;
-	for (size_t i = 0; i < e->stack_buckets; i++)
-		for (struct stackent *s = e->stacks[i], *next; s; s = next) {
-			next = s->next;
-			s->next = t[s->hash & (n - 1)];
-			t[s->hash & (n - 1)] = s;
-		}
-	free(e->stacks);
-	e->stacks = t;
-	e->stack_buckets = n;
-}
-
-static void grow_rawstacks(struct emitter *e)
-{
-	size_t n = e->rawstack_buckets * 2;
-	struct rawstack **t = calloc(n, sizeof(*t));
-	if (!t)
-		return;
-	for (size_t i = 0; i < e->rawstack_buckets; i++)
-		for (struct rawstack *r = e->rawstacks[i], *next; r; r = next) {
-			next = r->next;
-			r->next = t[r->hash & (n - 1)];
-			t[r->hash & (n - 1)] = r;
-		}
-	free(e->rawstacks);
-	e->rawstacks = t;
-	e->rawstack_buckets = n;
-}
+ * grow longer). A macro: the two tables' nodes are of two types, each
+ * with its next link and its hash. */
+#define GROW_CHAINS(type, table, nbuckets) do { \
+	size_t n_ = (nbuckets) * 2; \
+	type **t_ = calloc(n_, sizeof(*t_)); \
+	if (!t_) \
+		break; \
+	for (size_t i_ = 0; i_ < (nbuckets); i_++) \
+		for (type *x_ = (table)[i_], *next_; x_; x_ = next_) { \
+			next_ = x_->next; \
+			x_->next = t_[x_->hash & (n_ - 1)]; \
+			t_[x_->hash & (n_ - 1)] = x_; \
+		} \
+	free(table); \
+	(table) = t_; \
+	(nbuckets) = n_; \
+} while (0)
 
 static u32 raw_stack(struct emitter *e, const u32 *frames, u32 n)
 {
@@ -234,7 +217,8 @@ static u32 raw_stack(struct emitter *e, const u32 *frames, u32 n)
 	memcpy(r->frames, frames, (size_t)n * 4);
 	e->rawstacks[b] = r;
 	if (e->nrawstacks > e->rawstack_buckets)
-		grow_rawstacks(e);
+		GROW_CHAINS(struct rawstack, e->rawstacks,
+			    e->rawstack_buckets);
 	u32 head[2] = { r->id, n };
 	block(e, B_STACK, head, 8, frames, n * 4);
 	return r->id;
@@ -304,7 +288,7 @@ u32 emit_stack(struct emitter *e, struct proc *p, const u64 *pcs, int n,
 	s->next = e->stacks[b];
 	e->stacks[b] = s;
 	if (e->nstacks > e->stack_buckets)
-		grow_stacks(e);
+		GROW_CHAINS(struct stackent, e->stacks, e->stack_buckets);
 	return s->id;
 }
 

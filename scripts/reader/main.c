@@ -64,10 +64,9 @@ static void damaged(struct ctx *c, u64 at, const char *why)
 static u64 le64(const u8 *p) { u64 v; memcpy(&v, p, 8); return v; }
 static u32 le32(const u8 *p) { u32 v; memcpy(&v, p, 4); return v; }
 
-/* A field of the sample's raw data; -1 when it lies past the data (the
- * format or the record is damaged: never read as 0). */
 /* A field's value; the caller checked it lies within the sample's data
- * (tpformat.end) */
+ * (tpformat.end: past it, the format or the record is damaged, and the
+ * field is never read as 0) */
 static void field_value(const struct sample *s, const struct field *f,
 			u64 *v)
 {

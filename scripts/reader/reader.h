@@ -196,10 +196,9 @@ struct tpformat *tracefmt_parse(const u8 *data, size_t size, const u64 *ids,
 struct order;
 typedef int (*deliver_fn)(void *ctx, const u8 *rec, u32 size, u64 at);
 struct order *order_new(deliver_fn fn, void *ctx);
-/* b: the buffer rec lies in (kept until rec is delivered), or NULL to
- * copy rec. */
-/* Queues rec; 1 when it is kept where it lies, in b, the caller's
- * reference to b then the queue's (record_fn); 0 when copied; -1 */
+/* Queues rec. b: the buffer rec lies in, or NULL to copy rec. Returns 1
+ * when rec is kept where it lies until delivered, the caller's reference
+ * to b then the queue's (record_fn); 0 when copied; -1 */
 int order_queue(struct order *o, u64 time, const u8 *rec, u32 size,
 		struct buf *b, u64 at);
 int order_round(struct order *o);     /* FINISHED_ROUND */

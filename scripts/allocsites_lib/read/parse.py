@@ -384,9 +384,9 @@ class Reader:
         self.pids = pids or {}
         self._kinds = {}    # event name -> kind or None
         # the callers are return addresses (kernel_callchain), known from
-        # the first event's attr: one recording, one --call-graph
-        self.return_addresses = bool(return_addresses)
-        self._noted = return_addresses is not None
+        # the first event's attr (None until then: taken as False): one
+        # recording, one --call-graph
+        self.return_addresses = return_addresses
         self._chains = {}   # tuple of ips -> tuple of RawFrame
         self._frames = {}   # RawFrame -> itself: one object per frame
         self._guested = {}  # (frames, guest) -> GuestFrames
@@ -446,10 +446,9 @@ class Reader:
         """Takes the recording's kind of callchain from the first sample
         dict with an attr (kernel_callchain), before any chain is
         converted."""
-        if not self._noted and isinstance(sample, dict) and \
+        if self.return_addresses is None and isinstance(sample, dict) and \
                 "attr" in sample:
             self.return_addresses = kernel_callchain(sample)
-            self._noted = True
 
     def _guest_frames(self, frames, guest):
         """with_guest, one object per (frames, guest)."""
@@ -465,7 +464,7 @@ class Reader:
         frames = self._frames
         return tuple([frames.setdefault(f, f)
                       for f in raw_frames(chain, self.perf_inlines,
-                                          self.return_addresses)])
+                                          bool(self.return_addresses))])
 
     def _read_slow(self, event_name, fields, sample):
         event = event_from_perf(event_name, fields, sample, self.perf_inlines)

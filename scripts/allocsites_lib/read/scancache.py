@@ -170,9 +170,9 @@ def load(data, keep_times=True):
             if f.readline() != MAGIC:
                 return None
             head = json.loads(f.readline().decode())
-            rest = f.read() if keep_times or not _trusted(data, head) \
-                else b""
-        if not _trusted(data, head) and not _verified(data, head, rest):
+            trusted = _trusted(data, head)
+            rest = f.read() if keep_times or not trusted else b""
+        if not trusted and not _verified(data, head, rest):
             return None
         n = head["times"]
         if not keep_times:
