@@ -122,6 +122,12 @@ class Symbolizer:
         self._open_elf = open_elf
         self._cache = {}       # RawFrame -> tuple of Frame, innermost first
         self._elves = {}       # dso path -> ElfFile or None
+        # addr2line's answers asked for so far (prefetch, then resolve):
+        # {dso: {link address: answer}}, {dso: set of link addresses
+        # asked}, and whether there was no addr2line to ask
+        self._answers = {}
+        self._asked = {}
+        self._no_addr2line = False
         self.warnings = []
         self._warned = set()
 
@@ -195,7 +201,7 @@ class Symbolizer:
                 link = {raw: elfmod.to_link_address(image, raw.addr)
                         for raw in raws}
                 try:
-                    found = self._addr2line(dso, sorted(set(link.values())))
+                    found = self._lines(dso, set(link.values()))
                 except Addr2lineMissing:
                     found = None
             return image, link, found
@@ -222,6 +228,45 @@ class Symbolizer:
             if isinstance(asked[dso], BaseException):
                 raise asked[dso]
         return asked
+
+    def _lines(self, dso, addresses):
+        """addr2line's answers for the link addresses of dso: those
+        prefetch asked for already, and the others asked now. Raises
+        Addr2lineMissing when there is no addr2line to ask."""
+        if self._no_addr2line:
+            raise Addr2lineMissing()
+        asked = self._asked.setdefault(dso, set())
+        answers = self._answers.setdefault(dso, {})
+        missing = sorted(a for a in addresses if a not in asked)
+        if missing:
+            try:
+                got = self._addr2line(dso, missing)
+            except Addr2lineMissing:
+                self._no_addr2line = True
+                raise
+            answers.update(got)
+            if got:   # nothing: it failed (run_addr2line); asked again
+                asked.update(missing)
+        return {a: answers[a] for a in addresses if a in answers}
+
+    def prefetch(self, raw_frames):
+        """Asks addr2line about raw_frames' addresses ahead of resolve
+        (Prefetch: while the reader still reads; the answers were most
+        of resolve's time). Only the answers are kept: resolve still
+        makes each frame and its warnings, from them."""
+        todo = collections.defaultdict(set)
+        for raw in raw_frames:
+            if raw.addr is not None and raw not in self._cache:
+                todo[raw.dso].add(raw)
+        for dso, raws in todo.items():
+            image = self.elf(dso)
+            if image is None:
+                continue
+            try:
+                self._lines(dso, {elfmod.to_link_address(image, raw.addr)
+                                  for raw in raws})
+            except Addr2lineMissing:
+                return
 
     def frames(self, raw):
         """The source frames of one RawFrame, innermost first."""
@@ -262,3 +307,68 @@ class Symbolizer:
                          raw.dso, False)
         return Frame("%s+0x%x" % (os.path.basename(raw.dso), raw.addr),
                      raw.dso, 0, raw.dso, False)
+
+
+class Prefetch:
+    """Symbolizer.prefetch in a thread of its own, on the raw frames the
+    reader hands over as it meets them (add), while the reader still
+    reads: the reader's threads leave part of the machine idle, and
+    addr2line's answers were a third of the report's time after the
+    reader (0.24 of 0.75 s on minicc's 10^7 fp recording, by hand).
+    Frames that arrive while addr2line runs are asked about together in
+    the next round, at most one round every `interval` seconds (each
+    round starts a process per DSO). warm: called first in the thread
+    (the report's later modules imported meanwhile). Best effort: stop
+    ends it, and resolve asks for whatever it did not."""
+
+    def __init__(self, symbolizer, warm=None, interval=0.5):
+        self._symbolizer = symbolizer
+        self._warm = warm
+        self._interval = interval
+        self._pending = []
+        self._stopped = False
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name="allocsites-prefetch")
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def add(self, raw_frames):
+        """Frames met since the last add (a list, handed over)."""
+        with self._cond:
+            self._pending.extend(raw_frames)
+            self._cond.notify()
+
+    def stop(self):
+        """Ends the thread: waits for the round under way, if any."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self):
+        import time
+        try:
+            if self._warm is not None:
+                self._warm()
+            while True:
+                with self._cond:
+                    while not self._pending and not self._stopped:
+                        self._cond.wait()
+                    if self._stopped:
+                        return
+                    batch, self._pending = self._pending, []
+                started = time.monotonic()
+                self._symbolizer.prefetch(batch)
+                with self._cond:   # rounds no closer than interval
+                    left = self._interval - (time.monotonic() - started)
+                    if left > 0 and not self._stopped:
+                        self._cond.wait(left)
+        except Exception:   # noqa: BLE001 - resolve asks again
+            return

@@ -59,23 +59,27 @@ def _read_and_render(data, opts, perf, stdout, jobs, err):
     from ..read import reading
     from .. import pipeline
     from ..read.tally import Tally
+    from ..analyze import symbolize
     probed = buildids.read_buildids(data)   # {binary: build-ids}, or {}
-    try:
-        got = reading.read_recording(
-            data, options.report_argv(opts), lambda: Tally(opts.min_size),
-            perf,
-            ENTRY_SCRIPT, probed, jobs=jobs, err=err,
-            sweep=_sweep_in_reader(opts))
-    except reading.ReaderFailed as e:
-        raise RecordError(str(e))
+    symbolizer = symbolize.Symbolizer()
+    # addr2line asked about the frames, and the later stages imported,
+    # while the reader reads (symbolize.Prefetch)
+    with symbolize.Prefetch(symbolizer, warm=_import_later_stages) as ahead:
+        try:
+            got = reading.read_recording(
+                data, options.report_argv(opts),
+                lambda: Tally(opts.min_size), perf,
+                ENTRY_SCRIPT, probed, jobs=jobs, err=err,
+                sweep=_sweep_in_reader(opts), on_frames=ahead.add)
+        except reading.ReaderFailed as e:
+            raise RecordError(str(e))
     if got is None:   # refused, or nothing read: said
         return 1
     from ..analyze import facts
     known = facts.recording_facts(data, got.scan, probed, perf)
-    from ..analyze.symbolize import Symbolizer
     result = got.result
     rep = pipeline.analyze_and_render(
-        result.tally, opts, Symbolizer(), known.lost, known.lost_reason,
+        result.tally, opts, symbolizer, known.lost, known.lost_reason,
         os.path.abspath(data), out=stdout, err=err,
         handler_errors=result.handler_errors,
         perf_inlines=result.perf_inlines, read_errors=got.read_errors,
@@ -83,6 +87,14 @@ def _read_and_render(data, opts, perf, stdout, jobs, err):
     if rep.bad_options:   # a --tag or --phase that names nothing
         return 2
     return INCOMPLETE if rep.verdict.complete is False else 0
+
+
+def _import_later_stages():
+    """The modules the report needs after reading, imported ahead."""
+    import importlib
+    for name in ("analyze.assemble", "analyze.liveness", "render.outputs",
+                 "render.jsonout", "render.table"):
+        importlib.import_module(".." + name, __package__)
 
 
 def _sweep_in_reader(opts):

@@ -92,6 +92,11 @@ class Stream:
         self.tally_lines = []
         self.events = 0
         self.on_block = None    # called after each progress block
+        # called at each progress block with the frames met since the
+        # last (a list): the symbols can be looked up while the reader
+        # still reads (symbolize.Prefetch)
+        self.on_frames = None
+        self._fresh = []
 
     def feed(self, f):
         """Reads blocks from the binary file f until its end."""
@@ -118,6 +123,9 @@ class Stream:
                 self.events = struct.unpack_from("<Q", payload)[0]
                 if self.on_block is not None:
                     self.on_block()
+                if self.on_frames is not None and self._fresh:
+                    fresh, self._fresh = self._fresh, []
+                    self.on_frames(fresh)
             elif kind == B_TALLY:
                 self.tally_lines += payload.decode("ascii").splitlines()
             elif kind == B_NOTE:
@@ -130,9 +138,11 @@ class Stream:
         (addr: perf's sym.start + sym_off; the ip only without one)."""
         fid, dso, sym, has_addr, addr, off, ip = FRAME.unpack(payload)
         dso = self.strings[dso]
-        self.frames[fid] = parse.RawFrame(
+        raw = self.frames[fid] = parse.RawFrame(
             dso, addr, self.strings[sym], off, None) if has_addr else \
             parse.RawFrame(dso, None, None, None, ip)
+        if self.on_frames is not None:
+            self._fresh.append(raw)
 
     def stack(self, payload):
         sid, n = struct.unpack_from("<II", payload)
@@ -232,7 +242,7 @@ def fill_tally(tally, lines, stacks, log_file):
 
 
 def run(reader, data, tally, total=0, err=None, progress=None,
-        sweep=False):
+        sweep=False, on_frames=None):
     """Reads the recording at data with the allocsites-read at reader into
     tally; returns a Result (read_errors: what the reader said went
     wrong, one line each). total: the samples the scan counted, for the
@@ -240,13 +250,15 @@ def run(reader, data, tally, total=0, err=None, progress=None,
     sweep itself (--sweep: exact mode, the timeline's origin only), on
     the event log in memory, and its answer is the log's (answered),
     its events not kept; a recording the reader cannot sweep so (sampled
-    mode) has its log as without. Raises interrupts.Interrupted on
-    SIGINT, SIGTERM or SIGHUP, after stopping the reader."""
+    mode) has its log as without. on_frames: Stream.on_frames. Raises
+    interrupts.Interrupted on SIGINT, SIGTERM or SIGHUP, after stopping
+    the reader."""
     import signal
     from .. import interrupts
     from .progress import Progress, progress_text
     progress = progress or Progress(err or sys.stderr)
     stream = Stream()
+    stream.on_frames = on_frames
     if progress.enabled and total:
         stream.on_block = lambda: progress.show(
             progress_text(stream.events, total))

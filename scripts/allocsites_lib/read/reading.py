@@ -34,12 +34,14 @@ class Reading:
 
 
 def read_recording(data, report_args, new_tally, perf, entry_script,
-                   probed, jobs=None, err=None, sweep=False):
+                   probed, jobs=None, err=None, sweep=False, on_frames=None):
     """Reads the recording at data into tallies made by new_tally();
     probed: {binary: build-ids} of the recording's FILE.buildids. jobs:
     the number of perf script workers (None: one per CPU, within limits).
     sweep: the native reader runs the liveness sweep itself, on the
     event log in memory (native.run; the perf script workers do not).
+    on_frames: native.run's, the raw frames as the native reader meets
+    them (the perf script workers hand none over).
     Returns a Reading, or None when the recording cannot be read (said
     on err). Raises interrupts.Interrupted when interrupted, ReaderFailed
     when a reader fails."""
@@ -75,7 +77,7 @@ def read_recording(data, report_args, new_tally, perf, entry_script,
     try:
         result = run_reader(reader, data, report_args, new_tally, perf,
                             entry_script, scan, times, ranges, err,
-                            sweep)
+                            sweep, on_frames)
     except RuntimeError as e:
         raise ReaderFailed(str(e))
     for line in result.passthrough:
@@ -151,13 +153,13 @@ def fits(data, scan, reader, err):
 
 
 def run_reader(reader, data, report_args, new_tally, perf, entry_script,
-               scan, times, ranges, err, sweep=False):
+               scan, times, ranges, err, sweep=False, on_frames=None):
     """Runs the native reader, or the perf script workers on ranges;
     their result (workers.run's or native.run's)."""
     if reader is not None:
         return native.run(reader, data, new_tally(),
                           scan.samples if scan is not None else 0, err,
-                          sweep=sweep)
+                          sweep=sweep, on_frames=on_frames)
     return workers.run(
         perf, data, entry_script, report_args, ranges, times, new_tally,
         pids=scan.pids if scan is not None and scan.pids else None,
