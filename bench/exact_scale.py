@@ -24,7 +24,11 @@ one run on this machine:
   heaptrack         minicc built with heaptrack's custom-allocator API
                     (bench/lib/build.py), `heaptrack`, then heaptrack_print
 
-Columns: record and report wall time, the report's peak memory (the sum
+Columns: record and report wall time; decompress alone: the wall time
+of `allocsites-read --scan` on the recording, one pass that
+decompresses every record and orders, unwinds and tallies nothing (the
+least any reader of a perf -z recording does: perf's zstd stream is one
+stream, decompressed in order on one CPU); the report's peak memory (the sum
 of the resident sizes of all its processes, polled every 50 ms), bytes
 of recording per event (alloc and free events), and whether the report
 said it was complete. A size above --skip-above is printed as not run,
@@ -118,8 +122,11 @@ def allocsites_row(label, prog, units, tmp, record_args=(), after=False):
                             list(record_args) + ["--", prog, str(units)])
     if rc != 0:
         return [label, "failed: %s" % err.strip().splitlines()[-1:], "", "",
-                "", ""]
+                "", "", ""]
     size = os.path.getsize(data)
+    say("%s: decompress alone (allocsites-read --scan)" % label)
+    scan_s, _, scan_rc, _ = run([os.path.join(BUILD, "allocsites-read"),
+                                 "--scan", data])
     say("%s: report" % label)
     # with --sweep-after, the first report's sweep runs in the reader
     # (the default, ALLOCSITES_FOLLOW=1), the second's after it
@@ -144,6 +151,7 @@ def allocsites_row(label, prog, units, tmp, record_args=(), after=False):
             ("%.1f s" % rep_s + (" (sweep after: %.1f s)" % after_s
                                   if after else ""))
             if not last else "failed: %s" % last,
+            "%.1f s" % scan_s if scan_rc == 0 else "failed",
             "%.0f MB" % (rss / 1e6) + (" (%.0f MB)" % (after_rss / 1e6)
                                         if after else ""),
             "%.1f" % (size / events) if events else "-",
@@ -156,7 +164,7 @@ def heaptrack_row(prog, units, tmp):
     rec_s, _, rc, err = run(["heaptrack", "-o", base, prog, str(units)])
     data = base + ".zst"
     if rc != 0 or not os.path.exists(data):
-        return ["heaptrack", "failed", "", "", "", ""]
+        return ["heaptrack", "failed", "", "", "", "", ""]
     size = os.path.getsize(data)
     say("heaptrack: heaptrack_print")
     rep_s, rss, rc, _ = run(["heaptrack_print", "-f", data, "-a", "1",
@@ -164,7 +172,7 @@ def heaptrack_row(prog, units, tmp):
                              "-n", "1000000000"])
     os.unlink(data)
     allocs = round(units * ALLOCS_PER_UNIT)
-    return ["heaptrack", "%.1f s" % rec_s, "%.1f s" % rep_s,
+    return ["heaptrack", "%.1f s" % rec_s, "%.1f s" % rep_s, "",
             "%.0f MB" % (rss / 1e6), "%.1f" % (size / (2 * allocs)),
             "(no check)"]
 
@@ -209,14 +217,14 @@ def main():
                                    args.tools,
                                    " --sweep-after" if args.sweep_after
                                    else ""))
-    print("| allocations | tool | record | report | report memory "
-          "| bytes/event | complete |")
-    print("|---|---|---|---|---|---|---|")
+    print("| allocations | tool | record | report | decompress alone "
+          "| report memory | bytes/event | complete |")
+    print("|---|---|---|---|---|---|---|---|")
     for units in [int(u) for u in args.units.split(",")]:
         allocs = "%.1fx10^%d" % _sci(units * ALLOCS_PER_UNIT)
         if units > args.skip_above:
             print("| %s | all | not run: above --skip-above %d (exact "
-                  "recording about %.0f min here) | | | | |"
+                  "recording about %.0f min here) | | | | | |"
                   % (allocs, args.skip_above,
                      units * ALLOCS_PER_UNIT * 12e-6 / 60))
             continue
@@ -224,7 +232,7 @@ def main():
         try:
             say("native minicc %d" % units)
             nat_s, _, _, _ = run([minicc, str(units)])
-            rows = [["native", "%.2f s" % nat_s, "", "", "", ""]]
+            rows = [["native", "%.2f s" % nat_s, "", "", "", "", ""]]
             if "floor" in tools:
                 rows.append(allocsites_row("no call graph (floor)", minicc,
                                            units, tmp, ["--unwind", "none"],
@@ -243,7 +251,7 @@ def main():
                 rows.append(heaptrack_row(hooked, units, tmp)
                             if have_heaptrack else
                             ["heaptrack", "not run: heaptrack is not "
-                             "installed", "", "", "", ""])
+                             "installed", "", "", "", "", ""])
             for row in rows:
                 print("| %s | %s |" % (allocs, " | ".join(str(c)
                                                          for c in row)))
