@@ -752,7 +752,7 @@ class Phases(Case):
     def test_min_size_counts_in_no_entry_but_stays_live(self):
         # --min-size: a phase's and a key's count and bytes leave out the
         # smaller allocations, as the table's sites do; they are still
-        # live memory (the peak counts them). Both engines.
+        # live memory (the peak counts them). Every engine, the reader's too.
         b = Builder()
         b.begin(1)
         b.alloc(0x10, 8, A)                  # under 16: no entry
@@ -760,7 +760,7 @@ class Phases(Case):
         b.alloc(0x30, 100, B)                # peak 124
         b.free(0x10)
         b.end(1)
-        for engine in ("python", "native"):
+        for engine in ("python", "native", "follow"):
             got = sweep(log_of(b.events), "exact", engine=engine,
                         min_size=16)
             with self.subTest(engine=engine):
@@ -959,6 +959,29 @@ class Random(Case):
             events = random_events(rng, rng.randrange(1, 160), "sampled")
             with self.subTest(trial=trial):
                 self.check(events, "sampled", points=rng.choice((2, 9, 40)))
+
+    def test_min_size_every_engine_against_the_oracle(self):
+        # --min-size on random logs: the product's sweep, after the
+        # reader and in it (follow), bit for bit the oracle's
+        rng = random.Random(5150)
+        for trial in range(20):
+            events = random_events(rng, rng.randrange(1, 160), "exact")
+            min_size = rng.choice((2, 16, 64))
+            want = sweep(log_of(events), "exact", 7, engine="python",
+                         min_size=min_size)
+            got = sweep(log_of(events, spill_every=7), "exact", 7,
+                        min_size=min_size)
+            want_followed = sweep(log_of(events), "exact", engine="python",
+                                  min_size=min_size, series=False)
+            followed = sweep(log_of(events, spill_every=7), "exact",
+                             engine="follow", min_size=min_size)
+            for field in liveness.Liveness._fields:
+                with self.subTest(trial=trial, field=field):
+                    self.assertEqual(comparable(getattr(got, field), None),
+                                     comparable(getattr(want, field), None))
+                    self.assertEqual(
+                        comparable(getattr(followed, field), None),
+                        comparable(getattr(want_followed, field), None))
 
     def test_state_at_the_peak_equals_a_replay_up_to_it(self):
         # _Sweep.at_peak (the end state with the changes since the peak
