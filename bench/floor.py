@@ -9,12 +9,19 @@ What one allocation costs at each stage, per event, on the burst program
 (tests/c/burst.c: N rt_alloc + rt_free pairs, D frames deep, 250000 and
 12 by default), each figure the median of R runs (3):
 
-  trap          the uprobe trap of one event, no stack: burst's own loop
-                time recorded with --unwind none, less its time alone, per
-                event (alloc and free each trap)
+  trap          the uprobe trap of one event, no stack, at the probe's
+                one-byte nop (where a DWARF recording takes it): burst's
+                own loop time recorded with --unwind none and
+                ALLOCSITES_FAST_SITE=0, less its time alone, per event
+                (alloc and free each trap)
+  call          the same at the site's 5-byte nop, where a recording
+                without stack copies takes it (--unwind none, the
+                default): Linux >= 6.18 calls the uprobe syscall from a
+                trampoline there instead of trapping (docs/probes.md,
+                "The probe site")
   stack copy    what a DWARF stack copy (8 KiB, -z) adds to an alloc's
-                event: recorded with the defaults, less --unwind none,
-                per allocation
+                event: recorded with the defaults, less the trap's
+                recording, per allocation
   record        allocsites record with the defaults, the whole command
                 (perf's start and end, the scan), per event
   scan          record's pass over the finished file for its summary
@@ -38,8 +45,9 @@ What one allocation costs at each stage, per event, on the burst program
                 less the reader's and the sweep's time: the Python
                 side's share
 
-The floor is the first two lines: what perf and the kernel cost whatever
-the tool does. A stage's distance from it is what the tool adds.
+The floor is the trap (the call, without stack copies) and the stack
+copy: what perf and the kernel cost whatever the tool does. A stage's
+distance from it is what the tool adds.
 The burst is the worst case for the tool's share (nothing but
 allocations); a real program spends more of its time on its own work.
 Run as root on an idle machine after `make all`.
@@ -122,8 +130,9 @@ def main():
     prog = [burst, str(args.pairs), str(args.depth)]
     events = 2 * args.pairs
     tmp = tempfile.mkdtemp(prefix="allocsites-floor-")
-    rows = {k: [] for k in ("alone", "none", "dwarf", "record", "bare", "scan",
-                            "read_none", "read", "sweep", "report")}
+    rows = {k: [] for k in ("alone", "none", "trap", "dwarf", "record",
+                            "bare", "scan", "read_none", "read", "sweep",
+                            "report")}
     ratios = []   # each run's whole record command / its bare perf record
     try:
         for i in range(args.runs):
@@ -134,6 +143,10 @@ def main():
             r = run([PY, ALLOCSITES, "record", "--unwind", "none", "-o",
                      none, "--"] + prog)
             rows["none"].append(elapsed_ns(r.stdout) / 1e9)
+            r = run([PY, ALLOCSITES, "record", "--unwind", "none", "-o",
+                     os.path.join(tmp, "trap.data"), "--"] + prog,
+                    env=dict(os.environ, ALLOCSITES_FAST_SITE="0"))
+            rows["trap"].append(elapsed_ns(r.stdout) / 1e9)
             # the whole command and the bare perf record one after the
             # other, in turn first: the VM's speed drifts by tens of
             # percent within minutes, and a pair's own ratio (ratios
@@ -177,11 +190,15 @@ def main():
     print("|---|---:|---|")
     print("| program alone | %s | burst's loop, nothing recorded |"
           % us(med["alone"], events))
-    print("| **trap** | %s | the uprobe trap, no stack (--unwind none, "
-          "less alone) |" % us(med["none"] - med["alone"], events))
+    print("| **trap** | %s | the uprobe trap at the one-byte nop, no stack "
+          "(--unwind none, ALLOCSITES_FAST_SITE=0, less alone) |"
+          % us(med["trap"] - med["alone"], events))
+    print("| **call** | %s | the same at the 5-byte nop: the uprobe "
+          "syscall (--unwind none, less alone) |"
+          % us(med["none"] - med["alone"], events))
     print("| **stack copy** | %s | per allocation: 8 KiB DWARF copy, -z "
-          "(defaults, less --unwind none) |"
-          % us(med["dwarf"] - med["none"], args.pairs))
+          "(defaults, less the trap's recording) |"
+          % us(med["dwarf"] - med["trap"], args.pairs))
     print("| record, whole command | %s | perf's start and end, the "
           "summary's scan |" % us(med["record"], events))
     print("| bare perf record | %s | the same perf record alone, same "

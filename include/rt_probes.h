@@ -203,8 +203,50 @@
 #if !defined(__LP64__)
 #error "rt_probes.h: the probes are written for 64-bit targets (LP64); build with -DRT_PROBES_DISABLE elsewhere"
 #endif
-#define RT__SDT_NOTE(name, args)                                              \
-    "990: nop\n"                                                              \
+/* The probe site. The note names its first instruction, sys/sdt.h's
+ * one-byte nop: perf probe, bpftrace, gdb and a DWARF recording take the
+ * probe there, an int3 trap, %rsp and the CFI as the compiler left them.
+ *
+ * On x86-64 a second way in follows it, for recordings that copy no
+ * stack (--unwind fp or none): a 5-byte nop, which Linux >= 6.18 turns,
+ * after its first hit, into a call to a trampoline that makes the uprobe
+ * syscall instead of trapping (arch_uprobe_optimize; 3.6x less per event
+ * than the one-byte nop here, by hand; docs/probes.md, "The probe
+ * site"). allocsites record finds it by its bytes (probedefs.py) and
+ * takes the probe there. That call pushes a return address, and the
+ * trampoline registers, below %rsp: into the red zone, where a leaf
+ * function may keep its locals (by hand: every value kept at -8(%rsp)
+ * across a bare 5-byte nop was overwritten). So the site steps %rsp
+ * over the red zone first, and back after. While %rsp is moved, the
+ * function's own CFI (its CFA %rsp- or %rbp-based, which the asm cannot
+ * know) would unwind wrongly: the compiler's __builtin_dwarf_cfa() is an
+ * input of the asm, in a register nothing in it changes, and the site's
+ * CFI says "CFA = that register" from its first instruction to its
+ * last. The arguments are registers too, which none of it touches. Only the enabled
+ * path runs any of it; on an older kernel the 5-byte nop traps as the
+ * one-byte one does. Other targets: the one nop. */
+#if defined(__x86_64__)
+#if defined(__GCC_HAVE_DWARF2_CFI_ASM)
+#define RT__SITE_CFI(text) text "\n\t"
+#else
+#define RT__SITE_CFI(text)
+#endif
+#define RT__SITE                                                              \
+    "990: nop\n\t"                                                             \
+    RT__SITE_CFI(".cfi_remember_state")                                       \
+    RT__SITE_CFI(".cfi_def_cfa %[rt_cfa], 0")                                 \
+    "lea -136(%%rsp), %%rsp\n\t"                                              \
+    ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n\t"                                  \
+    "lea 136(%%rsp), %%rsp\n\t"                                               \
+    RT__SITE_CFI(".cfi_restore_state")
+#define RT__SITE_IN , [rt_cfa] "r"(__builtin_dwarf_cfa())
+#else
+#define RT__SITE "990: nop\n"
+#define RT__SITE_IN
+#endif
+#define RT__SDT_NOTE(name, args) RT__SITE RT__SDT_DESC(name, args)
+/* the note alone, for a site of its own (RT__PROBE0) */
+#define RT__SDT_DESC(name, args)                                              \
     ".pushsection .note.stapsdt,\"?\",\"note\"\n"                            \
     ".balign 4\n"                                                             \
     ".4byte 992f-991f, 994f-993f, 3\n"                                        \
@@ -232,7 +274,7 @@
         RT__SDT_NOTE(alloc, "8@%[p] 8@%[s] 4@%[t] 8@%[g]")                   \
         : : [p] "r"((unsigned long long)(size_t)(ptr)),                       \
             [s] "r"((unsigned long long)(size)), [t] "r"((unsigned int)(tag)), \
-            [g] "r"((unsigned long long)(guest)))
+            [g] "r"((unsigned long long)(guest)) RT__SITE_IN)
 /* rt:guest: (id, parent, line, source, function), the two names as
  * pointers to NUL-terminated strings, which the recorder's uprobe copies
  * (a fetch argument +0(%reg):string) */
@@ -243,13 +285,15 @@
             [pa] "r"((unsigned long long)(parent)),                           \
             [l] "r"((unsigned long long)(line)),                              \
             [s] "r"((unsigned long long)(size_t)(const char *)(source)),      \
-            [f] "r"((unsigned long long)(size_t)(const char *)(function)))
+            [f] "r"((unsigned long long)(size_t)(const char *)(function))   \
+            RT__SITE_IN)
 /* rt:free: (ptr, size, tag) */
 #define RT__PROBE3(name, ptr, size, tag)                                      \
     __asm__ __volatile__(                                                     \
         RT__SDT_NOTE(name, "8@%[p] 8@%[s] 4@%[t]")                           \
         : : [p] "r"((unsigned long long)(size_t)(ptr)),                       \
-            [s] "r"((unsigned long long)(size)), [t] "r"((unsigned int)(tag)))
+            [s] "r"((unsigned long long)(size)), [t] "r"((unsigned int)(tag)) \
+            RT__SITE_IN)
 /* rt:sample: (ptr, size, tag, weight, rate, phase, guest); rate is R,
  * the mean bytes between samples, so the report need not guess it from
  * the weights; phase is the thread's innermost phase id + 1 (0: none)
@@ -264,21 +308,21 @@
             [w] "r"((unsigned long long)(weight)),                            \
             [r] "r"((unsigned long long)(rate)),                              \
             [ph] "r"((unsigned long long)(phase)),                            \
-            [g] "r"((unsigned long long)(guest)))
+            [g] "r"((unsigned long long)(guest)) RT__SITE_IN)
 /* rt:release, rt:commit, rt:decommit, rt:sample_free: two 8-byte
  * arguments (an address and a length or weight). */
 #define RT__PROBE2(name, first, second)                                       \
     __asm__ __volatile__(                                                     \
         RT__SDT_NOTE(name, "8@%[a] 8@%[b]")                                  \
         : : [a] "r"((unsigned long long)(size_t)(first)),                     \
-            [b] "r"((unsigned long long)(second)))
+            [b] "r"((unsigned long long)(second)) RT__SITE_IN)
 /* rt:phase_track: no arguments; never fires (docs/probes.md, "Phases in
  * sampled mode") */
-#define RT__PROBE0(name) __asm__ __volatile__(RT__SDT_NOTE(name, ""))
+#define RT__PROBE0(name) __asm__ __volatile__("990: nop\n" RT__SDT_DESC(name, ""))
 /* rt:phase_begin, rt:phase_end: (id), 4 bytes */
 #define RT__PROBE_ID(name, id)                                                \
     __asm__ __volatile__(RT__SDT_NOTE(name, "4@%[i]")                        \
-                         : : [i] "r"((unsigned int)(id)))
+                         : : [i] "r"((unsigned int)(id)) RT__SITE_IN)
 /* rt:exit: (allocs, frees, samples, sample_frees, releases, commits,
  * phases, untracked); n points to the eight counts. */
 #define RT__PROBE_EXIT(n)                                                     \
@@ -287,7 +331,7 @@
                            "8@%[ph] 8@%[u]")                                 \
         : : [a] "r"((n)[0]), [f] "r"((n)[1]), [s] "r"((n)[2]),                \
             [sf] "r"((n)[3]), [r] "r"((n)[4]), [c] "r"((n)[5]),               \
-            [ph] "r"((n)[6]), [u] "r"((n)[7]))
+            [ph] "r"((n)[6]), [u] "r"((n)[7]) RT__SITE_IN)
 
 /* The semaphores. sys/sdt.h names them <provider>_<probe>_semaphore and
  * perf computes the kernel's ref_ctr_offset from the ELF section that must

@@ -151,3 +151,91 @@ class FetchArgsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def objdump_at(path, vaddr):
+    """objdump's instruction at vaddr: its mnemonic and operands."""
+    text = run(["objdump", "-d", "--no-show-raw-insn",
+                "--start-address=0x%x" % vaddr,
+                "--stop-address=0x%x" % (vaddr + 16), path])
+    for line in text.splitlines():
+        m = re.match(r"^\s*%x:\s+(.*)$" % vaddr, line)
+        if m:
+            return " ".join(m.group(1).split())
+    return None
+
+
+class FastSiteTest(unittest.TestCase):
+    """probedefs.fast_site: a recording without stack copies takes each
+    probe at its site's 5-byte nop (on Linux >= 6.18 a call to the uprobe
+    syscall, not a trap; include/rt_probes.h says why the site is what
+    it is), found by its bytes; objdump's disassembly is the truth."""
+
+    @classmethod
+    def setUpClass(cls):
+        require_toolchain()
+        cls.progs = [CProgram(SOURCE, name="pie"),
+                     CProgram(SOURCE, flags=("-no-pie",), name="nopie"),
+                     CProgram(SOURCE, flags=("-O0",), name="o0"),
+                     CProgram(SOURCE, flags=("-fno-omit-frame-pointer",
+                                             "-Os"), name="fp_os")]
+
+    @classmethod
+    def tearDownClass(cls):
+        for p in cls.progs:
+            p.cleanup()
+
+    def offsets(self, lines):
+        return sorted(int(re.match(r"^\S+ \S+:0x([0-9a-f]+)", line)
+                          .group(1), 16) for line in lines)
+
+    def test_every_probe_at_its_five_byte_nop(self):
+        for prog in self.progs:
+            image = elf.open_elf(prog.path)
+            for kinds, make in (
+                    ({"free", "exit"}, lambda fast: probedefs.definitions(
+                        prog.path, image, {"free", "exit"}, "plain_7",
+                        fast)),
+                    ({"alloc"}, lambda fast: probedefs.alloc_definitions(
+                        prog.path, image, "alloc", "alloc_7", fast))):
+                with self.subTest(prog=prog.path, kinds=kinds):
+                    notes = [loc for name, loc, _, _ in
+                             readelf_probes(prog.path) if name in kinds]
+                    self.assertTrue(notes)
+                    self.assertEqual(self.offsets(make(False)), sorted(
+                        prog.file_offset(loc) for loc in notes))
+                    self.assertEqual(self.offsets(make(True)), sorted(
+                        prog.file_offset(loc + 9) for loc in notes))
+                    for loc in notes:
+                        self.assertEqual(objdump_at(prog.path, loc), "nop")
+                        self.assertEqual(objdump_at(prog.path, loc + 1),
+                                         "lea -0x88(%rsp),%rsp")
+                        self.assertEqual(objdump_at(prog.path, loc + 9),
+                                         "nopl 0x0(%rax,%rax,1)")
+                        self.assertEqual(objdump_at(prog.path, loc + 14),
+                                         "lea 0x88(%rsp),%rsp")
+                    # only the place moves: the same fields, semaphores
+                    strip = [re.sub(r":0x[0-9a-f]+\(", ":(", line)
+                             for line in make(False)]
+                    self.assertEqual(
+                        [re.sub(r":0x[0-9a-f]+\(", ":(", line)
+                         for line in make(True)], strip)
+
+    def test_other_sites_keep_the_note_address(self):
+        class Image:
+            machine = "x86_64"
+            data = b""
+        site = bytes.fromhex("90" "488da42478ffffff" "0f1f440000"
+                             "488da42488000000")
+        for data, machine, want in (
+                (site, "x86_64", 9),
+                (b"\x00" * 7 + site, "x86_64", None),     # not at offset 0
+                (site, "aarch64", None),
+                (site[:13], "x86_64", None),              # cut short
+                (site[:9] + bytes.fromhex("0f1f400000"), "x86_64", None),
+                (bytes.fromhex("90488d642480") + site[9:], "x86_64", None),
+                (bytes.fromhex("90") + site[9:], "x86_64", None)):  # sdt.h
+            image = Image()
+            image.data, image.machine = data, machine
+            with self.subTest(data=data.hex(), machine=machine):
+                self.assertEqual(probedefs.fast_site(image, 0), want)

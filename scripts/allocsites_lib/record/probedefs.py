@@ -123,20 +123,43 @@ def typed_args(args, machine):
     return out
 
 
-def definitions(path, image, kinds, name):
+# rt_probes.h's site on x86-64, after the note's one-byte nop (the
+# header says why): lea -136(%rsp),%rsp, then a 5-byte nop (nopl
+# 0x0(%rax,%rax,1)), which Linux >= 6.18 turns into a call to the uprobe
+# syscall's trampoline instead of an int3 trap.
+_STEP_DOWN = bytes.fromhex("488da42478ffffff")
+_NOP5 = bytes.fromhex("0f1f440000")
+FAST_SITE_OFFSET = 1 + len(_STEP_DOWN)   # the 5-byte nop, from the note's
+
+
+def fast_site(image, offset):
+    """The file offset of the site's 5-byte nop for the probe whose note
+    names the file offset `offset`, or None where the bytes there are not
+    rt_probes.h's x86-64 site (an older header, sys/sdt.h, another
+    target): the probe then stays at the note's nop."""
+    if image.machine != "x86_64":
+        return None
+    site = b"\x90" + _STEP_DOWN + _NOP5
+    if image.data[offset:offset + len(site)] != site:
+        return None
+    return offset + FAST_SITE_OFFSET
+
+
+def definitions(path, image, kinds, name, fast=False):
     """The uprobe_events lines for the probes of `kinds` in the ELF file
     (image: elf.ElfFile of path), all under GROUP/name; [] when it has
     none, None when one cannot be translated (the caller then uses perf
-    probe)."""
-    return _lines(path, image, kinds, name, _plain_fields)
+    probe). fast: each probe at its site's 5-byte nop where it has one
+    (fast_site), else at the note's nop."""
+    return _lines(path, image, kinds, name, _plain_fields, fast)
 
 
-def alloc_definitions(path, image, probe, name):
+def alloc_definitions(path, image, probe, name, fast=False):
     """The uprobe_events lines for every site of one allocation probe
     ("alloc" or "sample") in the file, under GROUP/name, with perf probe's
     field names; [] when it has none, None when one cannot be
-    translated."""
-    return _lines(path, image, {probe}, name, _own_fields)
+    translated. fast: as definitions'."""
+    return _lines(path, image, {probe}, name, _own_fields, fast)
 
 
 def guest_definitions(path, image, name):
@@ -169,7 +192,7 @@ def _own_fields(_probe, args, machine):
     return None if typed is None else " ".join(typed)
 
 
-def _lines(path, image, kinds, name, fields_of):
+def _lines(path, image, kinds, name, fields_of, fast=False):
     if " " in path or "\t" in path:
         return None   # tracefs splits the definition at whitespace
     base = image.section_address(".stapsdt.base")
@@ -188,6 +211,8 @@ def _lines(path, image, kinds, name, fields_of):
         offset = file_offset(image, pc)
         if offset is None:
             return None
+        if fast:
+            offset = fast_site(image, offset) or offset
         place = "%s:0x%x" % (path, offset)
         if semaphore:
             ref = file_offset(image, semaphore)

@@ -75,24 +75,27 @@ class ProbeEvents:
                              if " " in binary else ""))
         return names[0]
 
-    def add_plain(self, binary, kinds):
+    def add_plain(self, binary, kinds, fast=False):
         """The probes of `kinds` (e.g. {"free", "exit"}) in binary, as
         probes of this run's one plain event (probedefs.py), written to
         tracefs directly. Returns the event's name, or None when they
         cannot be written that way (the caller then adds them with perf
-        probe, one event each)."""
+        probe, one event each). fast: at the sites' 5-byte nops
+        (probedefs.fast_site)."""
         return self._add_direct(binary, "plain", lambda image, name:
                                 probedefs.definitions(binary, image, kinds,
-                                                      name))
+                                                      name, fast))
 
-    def add_alloc(self, binary, probe):
+    def add_alloc(self, binary, probe, fast=False):
         """Every site of the allocation probe ("alloc" or "sample") in
         binary, as probes of this run's one event for it (alloc_PID: the
         sites of every probed binary share it), written to tracefs
-        directly; the event's name, or None as for add_plain."""
+        directly; the event's name, or None as for add_plain. fast: as
+        add_plain's."""
         return self._add_direct(binary, probe, lambda image, name:
                                 probedefs.alloc_definitions(binary, image,
-                                                            probe, name))
+                                                            probe, name,
+                                                            fast))
 
     def add_guest(self, binary):
         """Every rt:guest site in binary, as probes of this run's one

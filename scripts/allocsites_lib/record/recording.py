@@ -90,8 +90,10 @@ def record(opts, argv, out=sys.stderr):
             tracefs.ensure()
             events.tracefs = tracefs.path
             events.state = runstate.RunState()
-            allocs, plain = add_events(events, tracefs, binaries, alloc_probe,
-                                       opts, out)
+            allocs, plain = add_events(
+                events, tracefs, binaries, alloc_probe, opts, out,
+                fast=unwind != "dwarf" and
+                os.environ.get("ALLOCSITES_FAST_SITE") != "0")
             if interrupts.received is None:
                 status = run_perf(perf, opts, argv, pid, unwind, allocs,
                                   plain, events, interrupts)
@@ -167,10 +169,17 @@ def check_output_path(output):
     return datafile.check_output(output)
 
 
-def add_events(events, tracefs, binaries, alloc_probe, opts, out):
+def add_events(events, tracefs, binaries, alloc_probe, opts, out,
+               fast=False):
     """Under the EventLock: undoes what killed runs left (runstate.sweep),
     then creates this run's uprobe events; returns (allocation events,
-    events without a call graph)."""
+    events without a call graph). fast: the probes taken at the sites'
+    5-byte nops where they have them (probedefs.fast_site): a recording
+    that copies no stack. A DWARF recording keeps the int3 trap: at the
+    faster rate perf's writer fell behind the 8 KiB stack copies on this
+    2-CPU VM and lost events (docs/probes.md, "The probe site").
+    ALLOCSITES_FAST_SITE=0 keeps every probe at the note's nop (the
+    benchmarks' trap; a kernel whose call misbehaves)."""
     allocs, plain = [], []
     with eventlock.EventLock(tracefs.path):
         for line in runstate.sweep(
@@ -182,7 +191,7 @@ def add_events(events, tracefs, binaries, alloc_probe, opts, out):
             if alloc_probe in names:
                 # One event for the sites of every binary, written
                 # to tracefs; perf probe where that cannot be.
-                merged = events.add_alloc(path, alloc_probe)
+                merged = events.add_alloc(path, alloc_probe, fast)
                 if merged is None:
                     allocs.append(events.add(path, alloc_probe))
                 elif merged not in allocs:
@@ -201,7 +210,7 @@ def add_events(events, tracefs, binaries, alloc_probe, opts, out):
                 kinds -= {"phase_begin", "phase_end"}
             if not kinds:
                 continue
-            merged = events.add_plain(path, kinds)
+            merged = events.add_plain(path, kinds, fast)
             if merged is None:   # perf probe, one event each
                 plain.extend(events.add(path, k) for k in sorted(kinds))
             elif merged not in plain:
