@@ -9,6 +9,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import io
 import struct
+import time
 
 from allocsites_lib.analyze.symbolize import (Addr2lineMissing, Frame,
                                               Prefetch, Symbolizer)
@@ -120,6 +121,26 @@ class PrefetchThread(unittest.TestCase):
         # resolve, asking again, is where a failure is raised
         with self.assertRaises(ValueError):
             sym2.resolve([raw(0x1000)])
+
+    def test_an_interrupt_does_not_wait_for_addr2line(self):
+        started, release = threading.Event(), threading.Event()
+
+        def slow(path, addresses):
+            started.set()
+            release.wait(30)
+            return {}
+        sym = Symbolizer(slow, fake_open_elf({APP: FakeElf()}))
+        with self.assertRaises(KeyboardInterrupt):
+            with Prefetch(sym, interval=0) as p:
+                p.add([raw(0x1000)])
+                self.assertTrue(started.wait(10))
+                t0 = time.monotonic()
+                raise KeyboardInterrupt
+        self.assertLess(time.monotonic() - t0, 5)
+        self.assertTrue(p._thread.is_alive())   # still in addr2line
+        release.set()
+        p._thread.join(10)
+        self.assertFalse(p._thread.is_alive())
 
     def test_stop_without_frames(self):
         p = Prefetch(Symbolizer(FakeAddr2line(), fake_open_elf({})))

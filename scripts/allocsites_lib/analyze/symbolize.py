@@ -335,8 +335,10 @@ class Prefetch:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc):
-        self.stop()
+    def __exit__(self, exc_type, *exc):
+        # leaving on an exception (an interrupt): no wait for a round
+        # under way; the thread is a daemon, its addr2line ends alone
+        self.stop(wait=exc_type is None)
 
     def add(self, raw_frames):
         """Frames met since the last add (a list, handed over)."""
@@ -344,12 +346,12 @@ class Prefetch:
             self._pending.extend(raw_frames)
             self._cond.notify()
 
-    def stop(self):
-        """Ends the thread: waits for the round under way, if any."""
+    def stop(self, wait=True):
+        """Ends the thread; wait: for the round under way, if any."""
         with self._cond:
             self._stopped = True
             self._cond.notify()
-        if self._thread.is_alive():
+        if wait and self._thread.is_alive():
             self._thread.join()
 
     def _run(self):
