@@ -20,8 +20,10 @@ What one allocation costs at each stage, per event, on the burst program
                 trampoline there instead of trapping (docs/probes.md,
                 "The probe site")
   stack copy    what a DWARF stack copy (8 KiB, -z) adds to an alloc's
-                event: recorded with the defaults, less the trap's
-                recording, per allocation
+                event: recorded with DWARF stacks and every probe at the
+                trap (ALLOCSITES_FAST_SITE=0), less the trap's
+                recording, per allocation (the defaults take the frees
+                at the call)
   record        allocsites record with the defaults, the whole command
                 (perf's start and end, the scan), per event
   scan          record's pass over the finished file for its summary
@@ -130,9 +132,9 @@ def main():
     prog = [burst, str(args.pairs), str(args.depth)]
     events = 2 * args.pairs
     tmp = tempfile.mkdtemp(prefix="allocsites-floor-")
-    rows = {k: [] for k in ("alone", "none", "trap", "dwarf", "record",
-                            "bare", "scan", "read_none", "read", "sweep",
-                            "report")}
+    rows = {k: [] for k in ("alone", "none", "trap", "dwarf_trap", "dwarf",
+                            "record", "bare", "scan", "read_none", "read",
+                            "sweep", "report")}
     ratios = []   # each run's whole record command / its bare perf record
     try:
         for i in range(args.runs):
@@ -147,6 +149,10 @@ def main():
                      os.path.join(tmp, "trap.data"), "--"] + prog,
                     env=dict(os.environ, ALLOCSITES_FAST_SITE="0"))
             rows["trap"].append(elapsed_ns(r.stdout) / 1e9)
+            r = run([PY, ALLOCSITES, "record", "-o",
+                     os.path.join(tmp, "dwarf_trap.data"), "--"] + prog,
+                    env=dict(os.environ, ALLOCSITES_FAST_SITE="0"))
+            rows["dwarf_trap"].append(elapsed_ns(r.stdout) / 1e9)
             # the whole command and the bare perf record one after the
             # other, in turn first: the VM's speed drifts by tens of
             # percent within minutes, and a pair's own ratio (ratios
@@ -197,8 +203,8 @@ def main():
           "syscall (--unwind none, less alone) |"
           % us(med["none"] - med["alone"], events))
     print("| **stack copy** | %s | per allocation: 8 KiB DWARF copy, -z "
-          "(defaults, less the trap's recording) |"
-          % us(med["dwarf"] - med["trap"], args.pairs))
+          "(DWARF at the trap, less the trap's recording) |"
+          % us(med["dwarf_trap"] - med["trap"], args.pairs))
     print("| record, whole command | %s | perf's start and end, the "
           "summary's scan |" % us(med["record"], events))
     print("| bare perf record | %s | the same perf record alone, same "

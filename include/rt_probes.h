@@ -207,8 +207,9 @@
  * one-byte nop: perf probe, bpftrace, gdb and a DWARF recording take the
  * probe there, an int3 trap, %rsp and the CFI as the compiler left them.
  *
- * On x86-64 a second way in follows it, for recordings that copy no
- * stack (--unwind fp or none): a 5-byte nop, which Linux >= 6.18 turns,
+ * On x86-64 a second way in follows it, for the probes a recording takes
+ * without a stack copy (frees, phases; allocations with --unwind fp or
+ * none): a 5-byte nop, which Linux >= 6.18 turns,
  * after its first hit, into a call to a trampoline that makes the uprobe
  * syscall instead of trapping (arch_uprobe_optimize; bench/floor.py:
  * 2.43 us an event against the trap's 7.40 here; docs/probes.md, "The

@@ -1,11 +1,13 @@
 """The probe site's 5-byte nop (include/rt_probes.h, "The probe site"):
-a recording that copies no stack (--unwind fp, --unwind none) takes each
-probe there, where Linux >= 6.18 calls the uprobe syscall from a
-trampoline instead of trapping; a DWARF recording keeps the note's
-one-byte nop. The call writes below the stack pointer, so the site steps
-over the red zone first: checked on a program that keeps a value in the
-red zone across RT_ALLOC and counts the values it finds changed. Where
-each probe was taken is read back from the samples' addresses."""
+the probes without a call graph (rt:free here) are taken there in every
+recording, the allocation probe where the recording copies no stack
+(--unwind fp, --unwind none): Linux >= 6.18 calls the uprobe syscall
+from a trampoline there instead of trapping. A DWARF recording's
+rt:alloc keeps the note's one-byte nop. The call writes below the stack
+pointer, so the site steps over the red zone first: checked on a
+program that keeps a value in the red zone across RT_ALLOC and RT_FREE
+and counts the values it finds changed. Where each probe was taken is
+read back from the samples' addresses."""
 
 import json
 import os
@@ -30,6 +32,7 @@ __attribute__((noinline)) unsigned long keep(unsigned long v, size_t n)
     unsigned long out;
     __asm__ volatile("movq %0, -8(%%rsp)" : : "r"(v) : "memory");
     RT_ALLOC(pool, n, 1);
+    RT_FREE(pool, n, 1);
     __asm__ volatile("movq -8(%%rsp), %0" : "=r"(out) : : "memory");
     return out;
 }
@@ -56,26 +59,27 @@ class FiveByteNop(ProfileTest):
                        + list(flags) + ["-o", path, src], check=True)
         return path
 
-    def site(self, path):
-        """(keep's address, its rt:alloc note's address) from nm and
+    def site(self, path, probe):
+        """(keep's address, its rt:PROBE note's address) from nm and
         readelf."""
         nm = subprocess.run(["nm", path], stdout=subprocess.PIPE, text=True,
                             check=True).stdout
         keep = int(re.search(r"^([0-9a-f]+) T keep$", nm, re.M).group(1), 16)
         notes = subprocess.run(["readelf", "-n", path], stdout=subprocess.PIPE,
                                text=True, check=True).stdout
-        loc = int(re.search(r"Name: alloc\s+Location: (0x[0-9a-f]+)",
+        loc = int(re.search(r"Name: %s\s+Location: (0x[0-9a-f]+)" % probe,
                             notes).group(1), 16)
         return keep, loc
 
-    def taken_at(self, data):
-        """keep+OFFSET of every alloc sample (perf script), as a set."""
+    def taken_at(self, data, event):
+        """keep+OFFSET of every sample of the event (alloc, plain) that
+        perf script prints, as a set."""
         out = subprocess.run(["perf", "script", "-i", data, "-G",
                               "-F", "event,ip,sym,symoff"],
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              text=True, check=False).stdout
         return {int(m.group(1), 16) for m in
-                re.finditer(r"alloc_\d+:.*keep\+0x([0-9a-f]+)", out)}
+                re.finditer(r"%s_\d+:.*keep\+0x([0-9a-f]+)" % event, out)}
 
     def test_red_zone_kept_and_probe_place_by_mode(self):
         for flags, unwind in (((), "none"), (("-fno-omit-frame-pointer",),
@@ -99,6 +103,10 @@ class FiveByteNop(ProfileTest):
                 self.assertLossless(report)
                 self.assertEqual(report["totals"]["count"], N)
                 self.assertEqual(report["totals"]["bytes"], 16 * N)
-                keep, loc = self.site(path)
+                keep, loc = self.site(path, "alloc")
                 want = loc + (9 if unwind != "dwarf" else 0) - keep
-                self.assertEqual(self.taken_at(data), {want})
+                self.assertEqual(self.taken_at(data, "alloc"), {want})
+                keep, loc = self.site(path, "free")
+                self.assertEqual(self.taken_at(data, "plain"),
+                                 {loc + 9 - keep})
+                self.assertEqual(report["totals"]["frees"], N)

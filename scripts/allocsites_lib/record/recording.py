@@ -90,10 +90,10 @@ def record(opts, argv, out=sys.stderr):
             tracefs.ensure()
             events.tracefs = tracefs.path
             events.state = runstate.RunState()
+            fast = os.environ.get("ALLOCSITES_FAST_SITE") != "0"
             allocs, plain = add_events(
                 events, tracefs, binaries, alloc_probe, opts, out,
-                fast=unwind != "dwarf" and
-                os.environ.get("ALLOCSITES_FAST_SITE") != "0")
+                fast_alloc=fast and unwind != "dwarf", fast_plain=fast)
             if interrupts.received is None:
                 status = run_perf(perf, opts, argv, pid, unwind, allocs,
                                   plain, events, interrupts)
@@ -170,14 +170,17 @@ def check_output_path(output):
 
 
 def add_events(events, tracefs, binaries, alloc_probe, opts, out,
-               fast=False):
+               fast_alloc=False, fast_plain=False):
     """Under the EventLock: undoes what killed runs left (runstate.sweep),
     then creates this run's uprobe events; returns (allocation events,
-    events without a call graph). fast: the probes taken at the sites'
-    5-byte nops where they have them (probedefs.fast_site): a recording
-    that copies no stack. A DWARF recording keeps the int3 trap: at the
-    faster rate perf's writer fell behind the 8 KiB stack copies on this
-    2-CPU VM and lost events (docs/probes.md, "The probe site").
+    events without a call graph). fast_alloc, fast_plain: the allocation
+    probe, the probes without a call graph, taken at the sites' 5-byte
+    nops where they have them (probedefs.fast_site). The caller takes
+    the plain probes (frees, phases: no stack) there always, and the
+    allocation probe where the recording copies no stack. A DWARF
+    recording's allocations keep the int3 trap: with them at the call
+    too, perf's writer fell behind the 8 KiB stack copies on this 2-CPU
+    VM and lost events (docs/probes.md, "The probe site").
     ALLOCSITES_FAST_SITE=0 keeps every probe at the note's nop (the
     benchmarks' trap; a kernel whose call misbehaves)."""
     allocs, plain = [], []
@@ -191,7 +194,7 @@ def add_events(events, tracefs, binaries, alloc_probe, opts, out,
             if alloc_probe in names:
                 # One event for the sites of every binary, written
                 # to tracefs; perf probe where that cannot be.
-                merged = events.add_alloc(path, alloc_probe, fast)
+                merged = events.add_alloc(path, alloc_probe, fast_alloc)
                 if merged is None:
                     allocs.append(events.add(path, alloc_probe))
                 elif merged not in allocs:
@@ -210,7 +213,7 @@ def add_events(events, tracefs, binaries, alloc_probe, opts, out,
                 kinds -= {"phase_begin", "phase_end"}
             if not kinds:
                 continue
-            merged = events.add_plain(path, kinds, fast)
+            merged = events.add_plain(path, kinds, fast_plain)
             if merged is None:   # perf probe, one event each
                 plain.extend(events.add(path, k) for k in sorted(kinds))
             elif merged not in plain:
