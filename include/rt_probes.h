@@ -214,7 +214,8 @@
  * syscall instead of trapping (arch_uprobe_optimize; bench/floor.py:
  * 2.43 us an event against the trap's 7.40 here; docs/probes.md, "The
  * probe site"). allocsites record finds it by its bytes (probedefs.py)
- * and takes the probe there. That call pushes a return address, and the
+ * and, with ALLOCSITES_FAST_SITE=1, takes the probe there (not by
+ * default: on 6.18 a child forked after the rewrite crashes at it). That call pushes a return address, and the
  * trampoline registers, below %rsp: into the red zone, where a leaf
  * function may keep its locals (by hand: every value kept at -8(%rsp)
  * across a bare 5-byte nop was overwritten). So the site steps %rsp
