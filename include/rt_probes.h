@@ -209,14 +209,15 @@
  *
  * On x86-64 a second way in follows it, for the probes a recording takes
  * without a stack copy (frees, phases; allocations with --unwind fp or
- * none): a 5-byte nop, which Linux >= 6.18 turns,
- * after its first hit, into a call to a trampoline that makes the uprobe
+ * none): a 5-byte nop, which Linux >= 6.18 turns, after its first hit,
+ * into a call to a trampoline that makes the uprobe
  * syscall instead of trapping (arch_uprobe_optimize; bench/floor.py:
  * 2.43 us an event against the trap's 7.40 here; docs/probes.md, "The
  * probe site"). allocsites record finds it by its bytes (probedefs.py)
  * and, with ALLOCSITES_FAST_SITE=1, takes the probe there (not by
- * default: on 6.18 a child forked after the rewrite crashes at it). That call pushes a return address, and the
- * trampoline registers, below %rsp: into the red zone, where a leaf
+ * default: on 6.18 a child forked after the rewrite crashes at it).
+ * That call pushes a return address, and the trampoline registers,
+ * below %rsp: into the red zone, where a leaf
  * function may keep its locals (by hand: every value kept at -8(%rsp)
  * across a bare 5-byte nop was overwritten). So the site steps %rsp
  * over the red zone first, and back after. While %rsp is moved, the
