@@ -8,10 +8,9 @@ import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
 import shutil
-import subprocess
 import tempfile
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+from test_sampler_unwind import BUILDS, ROOT, gdb_steps
 STEPS = 4   # the note's nop, the step down, the 5-byte nop, the step up
 
 GDB_SCRIPT = """\
@@ -28,11 +27,6 @@ bt
 """ + "".join("stepi\necho ===\\n\nx/i $pc\nbt\n" for _ in range(STEPS)) + \
     "kill\n"
 
-BUILDS = [("gcc", "-O2"), ("gcc", "-O2 -fno-omit-frame-pointer"),
-          ("gcc", "-O0"), ("clang", "-O2"),
-          ("clang", "-O2 -fno-omit-frame-pointer")]
-
-
 class ProbeSiteUnwind(unittest.TestCase):
 
     def setUp(self):
@@ -42,25 +36,11 @@ class ProbeSiteUnwind(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.tmp)
 
     def steps(self, compiler, flags):
-        prog = os.path.join(self.tmp, "t_basic")
-        subprocess.run(
-            [compiler, "-g", "-std=c99", "-D_DEFAULT_SOURCE"] + flags.split() +
-            ["-I" + os.path.join(ROOT, "include"),
-             "-I" + os.path.join(ROOT, "examples", "rtalloc"),
-             "-I" + os.path.join(ROOT, "tests", "programs"),
-             os.path.join(ROOT, "tests", "programs", "t_basic.c"),
-             os.path.join(ROOT, "examples", "rtalloc", "rt_alloc.c"),
-             os.path.join(ROOT, "examples", "rtalloc", "rt_arena.c"),
-             "-o", prog, "-pthread", "-ldl"], check=True)
-        script = os.path.join(self.tmp, "gdb.cmds")
-        with open(script, "w") as f:
-            f.write(GDB_SCRIPT)
-        out = subprocess.run(["gdb", "-q", "-batch", "-x", script, "--args",
-                              prog, "3"], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, universal_newlines=True,
-                             env=dict(os.environ, TRUTH_FILE=os.devnull),
-                             timeout=120).stdout
-        return out.split("===\n")[1:]
+        return gdb_steps(
+            self.tmp, compiler, flags, "t_basic", GDB_SCRIPT, ["3"],
+            env={"TRUTH_FILE": os.devnull},
+            sources=[os.path.join(ROOT, "examples", "rtalloc",
+                                  "rt_arena.c")], libs=["-ldl"])
 
     def test_backtrace_reaches_main_at_every_instruction(self):
         for compiler, flags in BUILDS:

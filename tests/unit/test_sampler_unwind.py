@@ -31,6 +31,33 @@ BUILDS = [("gcc", "-O2"), ("gcc", "-O2 -fno-omit-frame-pointer"),
           ("clang", "-O2 -fno-omit-frame-pointer")]
 
 
+def gdb_steps(tmp, compiler, flags, program, script, args, env=None,
+              sources=(), libs=()):
+    """tests/programs/PROGRAM.c built with the reference allocator (and
+    sources, linked with libs) by compiler and flags in tmp, run under
+    gdb with script; gdb's output in the pieces script's "===" lines
+    separate (the text before the first left out). Shared with
+    test_probe_site_unwind.py."""
+    prog = os.path.join(tmp, program)
+    subprocess.run(
+        [compiler, "-g", "-std=c99", "-D_DEFAULT_SOURCE"] + flags.split() +
+        ["-I" + os.path.join(ROOT, "include"),
+         "-I" + os.path.join(ROOT, "examples", "rtalloc"),
+         "-I" + os.path.join(ROOT, "tests", "programs"),
+         os.path.join(ROOT, "tests", "programs", program + ".c"),
+         os.path.join(ROOT, "examples", "rtalloc", "rt_alloc.c")] +
+        list(sources) + ["-o", prog, "-pthread"] + list(libs), check=True)
+    path = os.path.join(tmp, "gdb.cmds")
+    with open(path, "w") as f:
+        f.write(script)
+    out = subprocess.run(["gdb", "-q", "-batch", "-x", path, "--args",
+                          prog] + list(args), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, universal_newlines=True,
+                         env=dict(os.environ, **(env or {})),
+                         timeout=120).stdout
+    return out.split("===\n")[1:]
+
+
 class SamplerUnwind(unittest.TestCase):
 
     def setUp(self):
@@ -40,24 +67,8 @@ class SamplerUnwind(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.tmp)
 
     def backtraces(self, compiler, flags):
-        prog = os.path.join(self.tmp, "t_sampled")
-        subprocess.run(
-            [compiler, "-g", "-std=c99", "-D_DEFAULT_SOURCE"] + flags.split() +
-            ["-I" + os.path.join(ROOT, "include"),
-             "-I" + os.path.join(ROOT, "examples", "rtalloc"),
-             "-I" + os.path.join(ROOT, "tests", "programs"),
-             os.path.join(ROOT, "tests", "programs", "t_sampled.c"),
-             os.path.join(ROOT, "examples", "rtalloc", "rt_alloc.c"),
-             "-o", prog, "-pthread"], check=True)
-        script = os.path.join(self.tmp, "gdb.cmds")
-        with open(script, "w") as f:
-            f.write(GDB_SCRIPT)
-        out = subprocess.run(["gdb", "-q", "-batch", "-x", script, "--args",
-                              prog, "1"], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, universal_newlines=True,
-                             env=dict(os.environ, RT_SAMPLE_BYTES="1"),
-                             timeout=120).stdout
-        return [chunk for chunk in out.split("===\n")[1:]]
+        return gdb_steps(self.tmp, compiler, flags, "t_sampled", GDB_SCRIPT,
+                         ["1"], env={"RT_SAMPLE_BYTES": "1"})
 
     def test_backtrace_reaches_main_at_every_step(self):
         for compiler, flags in BUILDS:
