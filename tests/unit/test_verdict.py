@@ -62,6 +62,39 @@ class VerdictTest(unittest.TestCase):
         self.assertEqual((got.complete, got.missing), (False, 1))
 
 
+class RunningTest(unittest.TestCase):
+    """Processes the recording saw start and not end (no EXIT record)."""
+
+    def test_one_without_its_exit_event_is_unseen(self):
+        # a daemon: it allocated after the recording ended
+        got = completeness.verdict({7: {"alloc": 5}}, {7: [5, 0, 0]},
+                                   running=(9,))
+        self.assertIsNone(got.complete)
+        self.assertTrue(got.reason.startswith(
+            "process 9 still running when the recording ended"), got.reason)
+
+    def test_one_that_sent_its_exit_event_is_checked_by_it(self):
+        # its EXIT record did not reach the file, but its rt:exit did, and
+        # its counts match: nothing of it is missing
+        got = completeness.verdict({7: {"alloc": 5}, 9: {"alloc": 1}},
+                                   {7: [5, 0, 0], 9: [1, 0, 0]},
+                                   running=(9,))
+        self.assertIs(got.complete, True, got.reason)
+        # and when its counts do not match, that is said, not "running"
+        got = completeness.verdict({7: {"alloc": 5}, 9: {"alloc": 1}},
+                                   {7: [5, 0, 0], 9: [2, 0, 0]},
+                                   running=(9,))
+        self.assertIs(got.complete, False)
+        self.assertIn("1 events missing", got.reason)
+
+    def test_the_running_line_comes_before_the_others(self):
+        got = completeness.verdict({7: {"alloc": 5}}, {7: [5, 0, 0]},
+                                   running=(8, 9), unseen=["lib.so ran"])
+        self.assertIsNone(got.complete)
+        self.assertRegex(got.reason, r"^processes 8, 9 still running .*; "
+                                     r"lib\.so ran$")
+
+
 class TallyCountsTest(unittest.TestCase):
     def test_received_per_process_and_fired_summed_over_elf_files(self):
         t = Tally(min_size=100)

@@ -124,7 +124,7 @@ def resolve_ahead(tally, opts, symbolizer, mode):
 def build(tally, opts, symbolizer, lost, lost_reason, data=None,
           read_errors=(), interrupted=False, build_ids=None,
           attached=False, tail_cut=False, unwind=None, unseen=(),
-          still_running=False, stopped=None):
+          still_running=False, stopped=None, running=()):
     """The Report of tally, as opts ask for it. data: the perf.data path,
     to notice binaries rebuilt since; build_ids: {path: set of hex
     build-ids} the recording's MMAP2 records name
@@ -181,7 +181,7 @@ def build(tally, opts, symbolizer, lost, lost_reason, data=None,
     check = completeness.verdict(tally.received, tally.fired, lost,
                                  lost_reason, read_errors, tally.malformed,
                                  interrupted, attached, tail_cut, unseen,
-                                 still_running, stopped)
+                                 still_running, stopped, running)
     if attached:
         warnings.append("recorded by attaching to a running process: its "
                         "allocations before the attach, and the frees of "
@@ -372,7 +372,8 @@ def build_after_reading(tally, opts, symbolizer, lost, lost_reason,
                         data=None, handler_errors=0, perf_inlines=False,
                         read_errors=(), interrupted=False, build_ids=None,
                         attached=False, tail_cut=False, unwind=None,
-                        unseen=(), still_running=False, stopped=None):
+                        unseen=(), still_running=False, stopped=None,
+                        running=()):
     """build, plus what only the reading knows: handler exceptions,
     inline expansion, no events at all. Used (through
     pipeline.analyze_and_render) by allocsites.py's trace_end and by
@@ -381,7 +382,8 @@ def build_after_reading(tally, opts, symbolizer, lost, lost_reason,
                    read_errors=read_errors, interrupted=interrupted,
                    build_ids=build_ids, attached=attached,
                    tail_cut=tail_cut, unwind=unwind, unseen=unseen,
-                   still_running=still_running, stopped=stopped)
+                   still_running=still_running, stopped=stopped,
+                   running=running)
     if handler_errors:
         report.warnings.append("%d events raised in the handler and were "
                                "skipped" % handler_errors)

@@ -74,7 +74,7 @@ TAIL_CUT = ("perf's last compressed record was cut short (a perf 6.1 -z "
 
 def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
             malformed=0, interrupted=False, attached=False, tail_cut=False,
-            unseen=(), still_running=False, stopped=None):
+            unseen=(), still_running=False, stopped=None, running=()):
     """The Verdict for one recording (see the module doc). tail_cut: the
     recording's compressed stream ends inside a record: complete only if
     the end-to-end count proves that what is missing was not the
@@ -84,7 +84,12 @@ def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
     processes had not ended when the recording did (an attached one goes
     on), so no rt:exit could come. stopped: what stopped the recording
     before the program ended ("SIGINT": Ctrl-C, or kill -INT of
-    allocsites), as record noted it."""
+    allocsites), as record noted it. running: the pids the recording
+    saw start and not end (perfdata.Scan.running): those without an
+    rt:exit are unseen. One that sent its rt:exit was ending, and its
+    counts check what it fired: a missing EXIT record (perf's last
+    records) does not make it a daemon."""
+    unseen = unseen_running(running, fired) + list(unseen)
     fired_tot, recv_tot, missing, extra, unchecked, unchecked_pids, \
         unchecked_kinds = count_check(received, fired)
 
@@ -149,6 +154,12 @@ def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
                 % (sum(recv_tot.values()),
                    " (perf cut the recording's last compressed record "
                    "short, after them)" if tail_cut else ""))
+
+
+def unseen_running(running, fired):
+    """unseen()'s line for the pids of running that sent no rt:exit
+    (fired: {pid: counts}, as verdict has it), or []."""
+    return unseen(running=[p for p in running if p not in fired])
 
 
 def unseen(running=(), unprobed=()):

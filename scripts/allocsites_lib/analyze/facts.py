@@ -17,7 +17,7 @@ from ..record.binaries import unprobed_code
 
 Facts = collections.namedtuple(
     "Facts", "lost lost_reason build_ids attached tail_cut unwind unseen "
-             "still_running stopped")
+             "still_running stopped running")
 
 
 def recording_facts(data, scan, probed, perf="perf"):
@@ -30,8 +30,9 @@ def recording_facts(data, scan, probed, perf="perf"):
         lost, reason = perfrun.count_lost(data, perf)
     attached = scan is not None and perfdata.attached(scan.cmdline)
     running = scan.running() if scan is not None else []
+    # the processes still running are named by the verdict, which knows
+    # which of them sent an rt:exit (not when attached: that is the point)
     unseen = completeness.unseen(
-        running=running if not attached else (),
         unprobed=unprobed_code(scan.code, probed)
         if scan is not None and probed else ())
     return Facts(
@@ -41,7 +42,8 @@ def recording_facts(data, scan, probed, perf="perf"):
         tail_cut=scan is not None and bool(scan.tail_cut),
         unwind=scan.unwind if scan is not None else None, unseen=unseen,
         still_running=bool(attached and running),
-        stopped=scan.stopped if scan is not None else None)
+        stopped=scan.stopped if scan is not None else None,
+        running=tuple(running) if not attached else ())
 
 
 def kwargs(facts):
