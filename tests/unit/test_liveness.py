@@ -391,6 +391,15 @@ def comparable(value, places=6):
     return value
 
 
+def assert_same_liveness(test, got, want, places=None, **labels):
+    """Every Liveness field of got equals want's as comparable() makes
+    them (places None: bit for bit), each field a subTest with labels."""
+    for field in liveness.Liveness._fields:
+        with test.subTest(field=field, **labels):
+            test.assertEqual(comparable(getattr(got, field), places),
+                             comparable(getattr(want, field), places))
+
+
 class Case(unittest.TestCase):
     maxDiff = None
 
@@ -405,15 +414,10 @@ class Case(unittest.TestCase):
         oracle = sweep(log_of(events), mode, points, engine="python")
         others = [sweep(log_of(events, spill_every=7), mode, points,
                         engine=engine) for engine in ("python", "native")]
-        for field in liveness.Liveness._fields:
-            with self.subTest(field=field):
-                self.assertEqual(comparable(getattr(got, field)),
-                                 comparable(getattr(want, field)))
-                self.assertEqual(comparable(getattr(got, field), None),
-                                 comparable(getattr(oracle, field), None))
-                for other in others:
-                    self.assertEqual(comparable(getattr(other, field), None),
-                                     comparable(getattr(got, field), None))
+        assert_same_liveness(self, got, want, places=6)
+        assert_same_liveness(self, got, oracle)
+        for engine, other in zip(("python", "native"), others):
+            assert_same_liveness(self, other, got, spilled=engine)
         if mode == "exact" and events:
             # the sweep that follows the reader, against the oracle's
             # without the chart (its one point the first event), the log
@@ -422,11 +426,7 @@ class Case(unittest.TestCase):
                            series=False)
             followed = sweep(log_of(events, spill_every=7), mode,
                              engine="follow")
-            for field in liveness.Liveness._fields:
-                with self.subTest(field=field, follow=True):
-                    self.assertEqual(
-                        comparable(getattr(followed, field), None),
-                        comparable(getattr(oracle, field), None))
+            assert_same_liveness(self, followed, oracle, follow=True)
         return got
 
 
@@ -975,13 +975,9 @@ class Random(Case):
                                   min_size=min_size, series=False)
             followed = sweep(log_of(events, spill_every=7), "exact",
                              engine="follow", min_size=min_size)
-            for field in liveness.Liveness._fields:
-                with self.subTest(trial=trial, field=field):
-                    self.assertEqual(comparable(getattr(got, field), None),
-                                     comparable(getattr(want, field), None))
-                    self.assertEqual(
-                        comparable(getattr(followed, field), None),
-                        comparable(getattr(want_followed, field), None))
+            assert_same_liveness(self, got, want, trial=trial)
+            assert_same_liveness(self, followed, want_followed, trial=trial,
+                                 follow=True)
 
     def test_state_at_the_peak_equals_a_replay_up_to_it(self):
         # _Sweep.at_peak (the end state with the changes since the peak
@@ -1069,10 +1065,8 @@ class NativeSweep(unittest.TestCase):
             for spill in (None, 997):
                 got = sweep(log_of(events, spill_every=spill), "exact",
                             points, engine="native")
-                for field in liveness.Liveness._fields:
-                    with self.subTest(trial=trial, spill=spill, field=field):
-                        self.assertEqual(comparable(getattr(got, field), None),
-                                         comparable(getattr(want, field), None))
+                assert_same_liveness(self, got, want, trial=trial,
+                                     spill=spill)
 
     def test_sampled_against_python(self):
         # The same logs as samples: weights that are not multiples of the
@@ -1098,10 +1092,8 @@ class NativeSweep(unittest.TestCase):
             for spill in (None, 997):
                 got = sweep(log_of(events, spill_every=spill), "sampled",
                             points)
-                for field in liveness.Liveness._fields:
-                    with self.subTest(trial=trial, spill=spill, field=field):
-                        self.assertEqual(comparable(getattr(got, field), None),
-                                         comparable(getattr(want, field), None))
+                assert_same_liveness(self, got, want, trial=trial,
+                                     spill=spill)
 
     def test_a_followed_sweep_told_too_little_fails(self):
         # A chunk missed, or an end that counts otherwise: an error,
@@ -1250,23 +1242,15 @@ class ManyPhaseKeys(unittest.TestCase):
                               series=False)
         followed = sweep(log_of(events, spill_every=997), "exact",
                          engine="follow")
-        for field in liveness.Liveness._fields:
-            with self.subTest(field=field):
-                self.assertEqual(comparable(getattr(got, field), None),
-                                 comparable(getattr(want, field), None))
-                self.assertEqual(
-                    comparable(getattr(followed, field), None),
-                    comparable(getattr(want_followed, field), None))
+        assert_same_liveness(self, got, want)
+        assert_same_liveness(self, followed, want_followed, follow=True)
 
     def test_sampled_against_python(self):
         events = self.events(True)
         want = sweep(log_of(events), "sampled", 13, engine="python")
         got = sweep(log_of(events, spill_every=997), "sampled", 13)
         self.assertGreater(want.leaked_count, 0)
-        for field in liveness.Liveness._fields:
-            with self.subTest(field=field):
-                self.assertEqual(comparable(getattr(got, field), None),
-                                 comparable(getattr(want, field), None))
+        assert_same_liveness(self, got, want)
 
 
 class BigLog(unittest.TestCase):
@@ -1281,10 +1265,7 @@ class BigLog(unittest.TestCase):
             self.assertEqual(got.leaked_bytes, kept)   # never freed
             self.assertEqual(got.leaked_count, 12500)
             self.assertGreaterEqual(got.peak_bytes, kept)
-            for field in liveness.Liveness._fields:
-                with self.subTest(phases=phases, field=field):
-                    self.assertEqual(comparable(getattr(got, field), None),
-                                     comparable(getattr(want, field), None))
+            assert_same_liveness(self, got, want, phases=phases)
 
 
 if __name__ == "__main__":

@@ -114,6 +114,12 @@ def run_addr2line(path, addresses, timeout=600, command=lines_command):
     return parse_addr2line(proc.stdout.decode("utf-8", "replace"))
 
 
+def _link_addresses(image, raws):
+    """{raw: its address as the ELF file image links it} for RawFrames of
+    that file."""
+    return {raw: elfmod.to_link_address(image, raw.addr) for raw in raws}
+
+
 class Symbolizer:
     """Resolves RawFrames in batches; remembers what it resolved."""
 
@@ -198,8 +204,7 @@ class Symbolizer:
             image = self.elf(dso)
             link, found = {}, {}
             if image is not None:
-                link = {raw: elfmod.to_link_address(image, raw.addr)
-                        for raw in raws}
+                link = _link_addresses(image, raws)
                 try:
                     found = self._lines(dso, set(link.values()))
                 except Addr2lineMissing:
@@ -263,8 +268,8 @@ class Symbolizer:
             if image is None:
                 continue
             try:
-                self._lines(dso, {elfmod.to_link_address(image, raw.addr)
-                                  for raw in raws})
+                self._lines(dso, set(_link_addresses(image,
+                                                     raws).values()))
             except Addr2lineMissing:
                 return
 
