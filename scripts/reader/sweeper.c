@@ -59,10 +59,8 @@ struct sweeper {
 	size_t len;
 };
 
-void logcols_alloc(struct logcols *c)
+void logcols_alloc(struct logcols *c, size_t n)
 {
-	const size_t n = LOG_CHUNK_EVENTS;
-
 	c->kind = xmalloc(n);
 	c->time = xmalloc(n * 8);
 	c->pid = xmalloc(n * 4);
@@ -257,7 +255,7 @@ void sweeper_chunk(struct sweeper *s, struct logcols *c)
 		c->kind = NULL;
 	pthread_mutex_unlock(&s->mu);
 	if (keep && !c->kind)
-		logcols_alloc(c);
+		logcols_alloc(c, SWEEP_CHUNK);
 	c->n = c->n_size = c->n_key = 0;
 }
 

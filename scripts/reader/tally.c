@@ -250,7 +250,7 @@ struct tally *tally_new(struct emitter *em, int log_fd, u64 min_size,
 		t->defs[i].kind = K_NONE;
 	t->cap_keys = 1024;
 	t->key_slots = xcalloc(t->cap_keys, sizeof(u32));
-	logcols_alloc(&t->col);
+	logcols_alloc(&t->col, LOG_CHUNK_EVENTS);
 	t->chunk_events = SPILL_EVERY;
 	return t;
 }
