@@ -54,6 +54,7 @@ ROOT = os.path.dirname(HERE)
 BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
 sys.path.insert(0, HERE)
 from lib.build import build  # noqa: E402
+from lib.quick import WRAPPER_ENV, fill_bytecode_cache  # noqa: E402
 
 ALLOCSITES = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "allocsites")]
 MINICC_SRC = [os.path.join(ROOT, "examples", "minicc", n + ".c")
@@ -80,11 +81,13 @@ def tree_rss(pid):
 
 
 def run(argv, env=None, stdout=subprocess.DEVNULL):
-    """(seconds, peak tree RSS bytes, CompletedProcess-like (rc, stderr))."""
+    """(seconds, peak tree RSS bytes, CompletedProcess-like (rc, stderr)).
+    Python caches allocsites' bytecode as on a user's machine
+    (WRAPPER_ENV; main fills the cache first)."""
     start = time.monotonic()
     proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL,
-                            env=dict(os.environ, **(env or {})))
+                            env=dict(WRAPPER_ENV, **(env or {})))
     peak = [0]
     done = threading.Event()
 
@@ -207,6 +210,7 @@ def main():
             raise SystemExit("exact_scale: %s missing: run make" % p)
     hooked = build("minicc-heaptrack", MINICC_SRC, "-DRT_PROBES_DISABLE",
                    "-DRT_ALLOC_HEAPTRACK")
+    fill_bytecode_cache()
     have_heaptrack = shutil.which("heaptrack") is not None
     print("# Exact mode at scale: allocsites and heaptrack on minicc\n")
     print("Machine: %s, %d CPUs, %s; `bench/exact_scale.py --units %s "

@@ -87,6 +87,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from exact_scale import run  # noqa: E402
+from lib.quick import fill_bytecode_cache  # noqa: E402
 
 ALLOCSITES = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "allocsites")]
 PACKAGE = "tcc"
@@ -381,6 +382,7 @@ def main():
                     help="compiles of tcc.c in the one tcc command "
                          "(default 6: 938,970 tal allocations here)")
     args = ap.parse_args()
+    fill_bytecode_cache()
     if args.repeat < 1:
         raise SystemExit("real_compiler: --repeat must be at least 1")
     if os.geteuid() != 0:
