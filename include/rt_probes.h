@@ -340,7 +340,11 @@
  * perf computes the kernel's ref_ctr_offset from the ELF section that must
  * be called ".probes". They are defined here, in assembler, so that:
  *  - every translation unit may include this header (a COMDAT group: the
- *    linker keeps one copy per executable or shared library);
+ *    linker keeps one copy per executable or shared library). Under
+ *    -flto, gcc writes every unit's top-level asm into one assembler
+ *    file, where a second definition of a symbol is an error: the block
+ *    is assembled only where it is not yet defined (.ifndef, as
+ *    sys/sdt.h guards _.stapsdt.base);
  *  - each ELF object has its own (hidden): a shared library's probes test
  *    the semaphore the kernel raises for that library, never a copy
  *    interposed by the executable;
@@ -405,7 +409,8 @@ extern volatile unsigned long long rt__phase_semaphores
     ".weak " sym "\n.hidden " sym "\n.type " sym ", @object\n"               \
     ".size " sym ", " #size "\n" sym ":\n"
 #define RT__SEM(name) RT__SEM_SYMBOL("rt_" name "_semaphore", 2) ".2byte 0\n"
-__asm__(".pushsection .probes,\"awG\",@progbits,rt_probes_semaphores,comdat\n"
+__asm__(".ifndef rt__alloc_semaphores\n"
+        ".pushsection .probes,\"awG\",@progbits,rt_probes_semaphores,comdat\n"
         ".balign 8\n"
         RT__SEM_SYMBOL("rt__alloc_semaphores", 4)
         RT__SEM("alloc")
@@ -426,7 +431,8 @@ __asm__(".pushsection .probes,\"awG\",@progbits,rt_probes_semaphores,comdat\n"
         RT__SEM("guest")
         ".2byte 0\n.4byte 0\n"
         ".balign 8\n"
-        ".popsection\n");
+        ".popsection\n"
+        ".endif\n");
 
 /* rt__on(sem), rt__on32(sems), rt__on64(sems): is the semaphore (any of
  * the two, the four) raised?

@@ -101,6 +101,8 @@ def P(name, argv=None, ahead=None, expect=(), native_expect=(),
 # (noinline, not tail calls); is_even/is_odd and make_small/make_large
 # are tail calls from -O2 on.
 CALLS = ("tree", "deep", "by_value", "take", "main")
+# gcc -flto makes the file's static functions global: deep.lto_priv.0
+CALLS_LTO = tuple(r"%s(\.lto_priv\.\d+)?" % re.escape(n) for n in CALLS)
 CXX = (r".*Level<9>::run.*", r".*Noisy::~Noisy", r".*recurse_fn.*",
        r".*Failure.*", r".*outline.*")
 
@@ -111,6 +113,10 @@ CORPUS = [
     P("calls_gcc_Os", expect=CALLS),
     P("calls_clang_O0_nopie", expect=CALLS),
     P("calls_clang_O2", expect=CALLS),
+    # -flto: every unit's top-level asm (rt_probes.h's semaphores) in one
+    # assembler file, the program and its allocator inlined across units
+    P("calls_gcc_O2_lto", expect=CALLS_LTO),
+    P("calls_clang_O2_lto", expect=CALLS),
     P("calls_split", expect=CALLS, setup="install_split_debug"),
     P("calls_static", ahead=AHEAD_STATIC, expect=("rt_alloc",),
       native_expect=CALLS, reference="calls_gcc_O2"),

@@ -391,6 +391,55 @@ void *site(unsigned long n)
         for n in PROBES:
             self.assertEqual(sizes["rt_%s_semaphore" % n][1], 2, n)
 
+    def test_header_in_several_units_with_and_without_lto(self):
+        # Two units use the probes, each including the header. The linker
+        # keeps one semaphore block (a COMDAT group); under -flto the
+        # compiler writes every unit's top-level asm into one assembler
+        # file, where the block's second copy was "symbol already
+        # defined" until the header guarded it (.ifndef). Each probe's
+        # note must then name its semaphore in that one block.
+        other = USE.replace("void use(", "void use2(").replace(
+            "use(void", "use2(void").replace("use_guest", "use_guest2").replace(
+            "int main(void) { use(block, sizeof block, 3); return 0; }",
+            "")
+        main = USE % {"include": '#include "rt_probes.h"', "sample": "",
+                      "guest": GUEST_H}
+        main = main.replace(
+            "static char block[24];",
+            "void use2(void *ptr, size_t size, unsigned int tag);\n"
+            "static char block[24];").replace(
+            "return 0; }", "use2(block, 8, 1); return 0; }")
+        with open(os.path.join(self.tmp, "other.c"), "w") as f:
+            f.write(other % {"include": '#include "rt_probes.h"',
+                             "sample": "", "guest": GUEST_H})
+        for compiler, flags in (("gcc", []), ("gcc", ["-flto"]),
+                                ("gcc", ["-flto=2", "-flto-partition=max"]),
+                                ("clang", []), ("clang", ["-flto"])):
+            with self.subTest(compiler=compiler, flags=flags):
+                prog = self.cc(main, "units", os.path.join(self.tmp, "other.c"),
+                               *flags, compiler=compiler)
+                image = elf.open_elf(prog)
+                start = image.section_address(".probes")
+                self.assertEqual(len(image.section(".probes")), 32)
+                syms = subprocess.run(["readelf", "-sW", prog],
+                                      stdout=subprocess.PIPE,
+                                      universal_newlines=True,
+                                      check=True).stdout
+                sem = {}
+                for line in syms.splitlines():
+                    parts = line.split()
+                    if len(parts) >= 8 and parts[7].endswith("_semaphore"):
+                        sem.setdefault(parts[7], set()).add(
+                            int(parts[1], 16))
+                notes = elf.stapsdt_probes(image)
+                # (under -flto, use_guest is never called: dropped)
+                self.assertTrue({"alloc", "free"} <=
+                                {n for _, n, _, _, _ in notes})
+                for _, name, _, semaphore, _ in notes:
+                    self.assertEqual(sem["rt_%s_semaphore" % name],
+                                     {semaphore}, name)
+                    self.assertTrue(start <= semaphore < start + 32, name)
+
     def test_phase_names_are_records_like_tag_names(self):
         src = ('#include "rt_probes.h"\n'
                'RT_PHASE_NAME(1, "lex");\n'
