@@ -98,6 +98,28 @@ class Errors(ProfileTest):
         self.assertOneLineError(allocsites(["report", "-i", bad]), 1,
                                 "not a perf.data file")
 
+    def test_report_of_a_recording_of_other_events(self):
+        # perf record of cpu-clock, with and without -z: not a recording
+        # of the rt probes, said in one line (not an empty table and a
+        # warning that the program did not exit normally)
+        for extra in ([], ["-z"]):
+            data = os.path.join(self.tmp, "cpu.data")
+            rec = subprocess.run(
+                ["perf", "record", "-q", "-e", "cpu-clock", "-o", data] +
+                extra + ["--", program("t_basic"), "2000"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                universal_newlines=True, env=dict(os.environ,
+                                                  TRUTH_FILE=os.devnull))
+            self.assertEqual(rec.returncode, 0, rec.stderr)
+            r = allocsites(["report", "-i", data])
+            self.assertOneLineError(r, 1, "cpu-clock")
+            self.assertEqual(r.stdout, "")
+            self.assertEqual(r.stderr.strip(), (
+                "allocsites: error: %s has samples of cpu-clock only, none "
+                "of the rt probes (sdt_rt:*): not a recording of an "
+                "allocator; record one with: allocsites record -- PROG"
+                % data))
+
     def test_report_bad_options(self):
         data = os.path.join(self.tmp, "x.data")
         self.assertOneLineError(allocsites(["report", "-i", data, "--top", "-3"]),

@@ -60,6 +60,13 @@ def read_recording(data, report_args, new_tally, perf, entry_script,
         # the report is incomplete (exit 3).
         err.write("allocsites: error: %s\n" % header_damage[0])
         return None
+    others = other_events_only(scan)
+    if others:
+        err.write("allocsites: error: %s has samples of %s only, none of "
+                  "the rt probes (sdt_rt:*): not a recording of an "
+                  "allocator; record one with: allocsites record -- PROG\n"
+                  % (data, ", ".join(others)))
+        return None
     if scan is None and not (reader is not None and read_errors):
         reader = None   # perf script reads what the scan cannot
     if reader is None and not perf_script_unwinds(data, probed, scan, err):
@@ -98,6 +105,18 @@ def choose_reader(entry_script):
     None for the workers."""
     return native.reader_path(entry_script) \
         if os.environ.get("ALLOCSITES_READER", "native") != "perf" else None
+
+
+def other_events_only(scan):
+    """The events a recording has samples of, sorted, when none of them
+    is an rt probe's (sdt_rt:*, as allocsites record and perf record -e
+    sdt_rt:... name them): a perf recording of something else, such as
+    cpu-clock. [] otherwise, and for a recording without samples (a
+    program that allocated nothing is an empty profile, not an error)."""
+    names = sorted(scan.event_samples) if scan is not None else []
+    if any(n.startswith("sdt_rt:") for n in names):
+        return []
+    return names
 
 
 def scan_recording(data, reader, read_errors, err, header_damage=None):
