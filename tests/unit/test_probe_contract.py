@@ -414,7 +414,8 @@ void *site(unsigned long n)
                              "sample": "", "guest": GUEST_H})
         for compiler, flags in (("gcc", []), ("gcc", ["-flto"]),
                                 ("gcc", ["-flto=2", "-flto-partition=max"]),
-                                ("clang", []), ("clang", ["-flto"])):
+                                ("clang", []), ("clang", ["-flto"]),
+                                ("g++", ["-flto"])):
             with self.subTest(compiler=compiler, flags=flags):
                 prog = self.cc(main, "units", os.path.join(self.tmp, "other.c"),
                                *flags, compiler=compiler)
