@@ -6,7 +6,7 @@
 #   test), gdb (a unit test unwinds through the sampler's asm) and the
 #   system Python perf embeds (python3), the native reader's
 #   libraries (libdw-dev, libelf-dev, libzstd-dev), and the differential
-#   corpus' clang, liblua5.4-dev and lua-filesystem.
+#   corpus' clang, liblua5.4-dev and lua-filesystem, and lld.
 # tracefs is not mounted here: `allocsites record` mounts it when needed and
 # unmounts it afterwards, leaving the machine as it found it.
 set -eu
@@ -39,6 +39,9 @@ command -v pgrep >/dev/null 2>&1 || missing="$missing procps"
 # clang beside gcc, and a Lua 5.4 interpreter host linked with
 # liblua5.4.a that require()s lfs (luafilesystem's 5.4 module) mid-run.
 command -v clang >/dev/null 2>&1 || missing="$missing clang"
+# lld: the header's semaphores and notes linked by it too
+# (test_probe_contract.py; gold comes with binutils).
+command -v ld.lld >/dev/null 2>&1 || missing="$missing lld"
 [ -f /usr/lib/x86_64-linux-gnu/liblua5.4.a ] || missing="$missing liblua5.4-dev"
 [ -f /usr/lib/x86_64-linux-gnu/lua/5.4/lfs.so ] || missing="$missing lua-filesystem"
 # The lint test (tests/unit/test_lint.py).

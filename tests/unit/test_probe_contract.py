@@ -415,7 +415,12 @@ void *site(unsigned long n)
         for compiler, flags in (("gcc", []), ("gcc", ["-flto"]),
                                 ("gcc", ["-flto=2", "-flto-partition=max"]),
                                 ("clang", []), ("clang", ["-flto"]),
-                                ("g++", ["-flto"])):
+                                ("g++", ["-flto"]),
+                                # the other linkers: COMDAT groups and
+                                # .probes kept as GNU ld keeps them
+                                ("gcc", ["-fuse-ld=gold"]),
+                                ("clang", ["-fuse-ld=lld"]),
+                                ("clang", ["-flto", "-fuse-ld=lld"])):
             with self.subTest(compiler=compiler, flags=flags):
                 prog = self.cc(main, "units", os.path.join(self.tmp, "other.c"),
                                *flags, compiler=compiler)
