@@ -46,6 +46,16 @@ class Errors(ProfileTest):
             allocsites(["record", "--", program("t_noprobes")]), 1,
             "no rt probes in")
 
+    def test_a_script_is_named_as_one(self):
+        script = os.path.join(self.tmp, "run.sh")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\nexec %s 10\n" % program("t_basic"))
+        os.chmod(script, 0o755)
+        self.assertOneLineError(
+            allocsites(["record", "--", script]), 1,
+            "not an ELF64 executable: %s (a script? record the program it "
+            "starts: allocsites record -- PROG ARGS)" % script)
+
     def test_no_program(self):
         self.assertOneLineError(allocsites(["record", "--"]), 2,
                                 "no program given")

@@ -39,8 +39,9 @@ def resolve_program(prog):
     if not os.access(path, os.X_OK) or os.path.isdir(path):
         raise RecordError("not an executable file: %s" % prog)
     if elf.open_elf(path) is None:
-        raise RecordError("not an ELF64 executable: %s (scripts need the "
-                          "interpreter's probes, not supported)" % prog)
+        raise RecordError("not an ELF64 executable: %s (a script? record "
+                          "the program it starts: allocsites record -- "
+                          "PROG ARGS)" % prog)
     return path
 
 
