@@ -130,6 +130,23 @@ class Errors(ProfileTest):
                 "allocator; record one with: allocsites record -- PROG"
                 % data))
 
+    def test_report_of_a_threads_directory(self):
+        # perf record --threads writes a directory (header in data, the
+        # records in data.N): named as such, not "a directory"
+        data = os.path.join(self.tmp, "threads.data")
+        rec = subprocess.run(
+            ["perf", "record", "-q", "--threads", "-e", "cpu-clock", "-o",
+             data, "--", program("t_basic"), "200"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            universal_newlines=True, env=dict(os.environ,
+                                              TRUTH_FILE=os.devnull))
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        self.assertTrue(os.path.isdir(data))
+        self.assertOneLineError(
+            allocsites(["report", "-i", data]), 1,
+            "%s: a directory of perf record --threads, which the report "
+            "does not read: record without --threads" % data)
+
     def test_report_bad_options(self):
         data = os.path.join(self.tmp, "x.data")
         self.assertOneLineError(allocsites(["report", "-i", data, "--top", "-3"]),

@@ -105,6 +105,12 @@ def check_perf_data(path):
         raise RecordError("%s: not a regular file (a pipe or a device): "
                           "report reads a perf.data file" % path)
     if os.path.isdir(path):
+        if os.path.isfile(os.path.join(path, "data")):
+            # perf record --threads writes a directory: the header in
+            # "data", each thread's records in data.N
+            raise RecordError("%s: a directory of perf record --threads, "
+                              "which the report does not read: record "
+                              "without --threads" % path)
         raise RecordError("%s: a directory, not a perf.data file" % path)
     try:
         with open(path, "rb") as f:
