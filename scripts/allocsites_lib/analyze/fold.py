@@ -112,7 +112,9 @@ def leading_skipped(functions, skip_re):
     and pprof's locations (pprofdata.py)."""
     k = 0
     if skip_re is not None:
-        while k < len(functions) and skip_re.search(functions[k] or ""):
+        for name in functions:   # any iterable: read up to the first kept
+            if not skip_re.search(name or ""):
+                break
             k += 1
     return k
 
@@ -121,8 +123,13 @@ def call_site_stack(logical, skip_re):
     """Source frames from the call site outwards (drops the probe's function
     and the wrappers --skip names)."""
     rest = logical[1:]
-    return tuple(rest[leading_skipped([f.function for f in rest],
+    if skip_re is None:
+        return tuple(rest)
+    return tuple(rest[leading_skipped((f.function for f in rest),
                                       skip_re):])
+
+
+_LEFT_OUT = object()
 
 
 def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
@@ -147,11 +154,15 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
     stack_live = collections.defaultdict(lambda: [0, 0, 0])
     total_count = total_bytes = truncated = 0
     expand = symbolizer.expand
+    labels = {}   # tag -> its label, or _LEFT_OUT by --tag: once a tag
     for (frames, tag), entry in entries.items():
-        count, nbytes = entry.count, entry.bytes
-        if not tag_selected(tag, tag_names, tags):
+        label = labels.get(tag)
+        if label is None:
+            label = labels[tag] = tag_label(tag, tag_names) \
+                if tag_selected(tag, tag_names, tags) else _LEFT_OUT
+        if label is _LEFT_OUT:
             continue
-        label = tag_label(tag, tag_names)
+        count, nbytes = entry.count, entry.bytes
         logical = expand(frames)
         chain = call_site_stack(logical, skip_re)
         if guest is not None:
