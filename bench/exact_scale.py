@@ -31,7 +31,9 @@ least any reader of a perf -z recording does: perf's zstd stream is one
 stream, decompressed in order on one CPU); the report's peak memory (the sum
 of the resident sizes of all its processes, polled every 50 ms), bytes
 of recording per event (alloc and free events), and whether the report
-said it was complete. A size above --skip-above is printed as not run,
+said it was complete. allocsites runs with Python's bytecode cache on,
+filled before the first timed run, as on a user's machine (even where
+PYTHONDONTWRITEBYTECODE is set). A size above --skip-above is printed as not run,
 with the reason (at 10^8 the recordings alone take about half an
 hour), never left out silently.
 
