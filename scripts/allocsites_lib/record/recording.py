@@ -86,6 +86,7 @@ def record(opts, argv, out=sys.stderr):
     # interrupted run must never leave events behind.
     with Interrupts() as interrupts:
         status = None
+        fast = False
         try:
             tracefs.ensure()
             events.tracefs = tracefs.path
@@ -114,6 +115,8 @@ def record(opts, argv, out=sys.stderr):
     buildids.write_buildids(output, [path for path, _ in binaries])
     if scan is not None:
         warn_unprobed(scan.code, [path for path, _ in binaries], out)
+        if fast:
+            warn_forked(scan.started, out)
     return record_status(status, pid, name, argv, interrupts.received, out)
 
 
@@ -363,6 +366,20 @@ def warn_unprobed(code, probed, out):
                   "or a library loaded by dlopen): its allocations are not in "
                   "this recording; profile it directly, or name the library "
                   "with --lib\n" % path)
+
+
+def warn_forked(started, out):
+    """With ALLOCSITES_FAST_SITE=1: a warning when the recorded program
+    started other processes (perfdata.Scan.started), whose crash at a
+    probe site the opt-in can cause (docs/probes.md, "The probe site")."""
+    forked = len(started) - 1
+    if forked > 0:
+        out.write("allocsites: warning: %d process%s forked during the "
+                  "recording with ALLOCSITES_FAST_SITE=1: on Linux 6.18 a "
+                  "child forked after a probe site became a call crashes "
+                  "at it (docs/probes.md, \"The probe site\"); record "
+                  "without ALLOCSITES_FAST_SITE if any of them crashed\n"
+                  % (forked, " was" if forked == 1 else "es were"))
 
 
 def exit_status(status, program, out):
