@@ -129,6 +129,10 @@ class Errors(ProfileTest):
                 "of the rt probes (sdt_rt:*): not a recording of an "
                 "allocator; record one with: allocsites record -- PROG"
                 % data))
+            # and diff, which reports each recording first: the same one
+            # line, not a second one of its own
+            d = allocsites(["diff", data, data])
+            self.assertOneLineError(d, 1, "has samples of cpu-clock only")
 
     def test_report_of_a_threads_directory(self):
         # perf record --threads writes a directory (header in data, the

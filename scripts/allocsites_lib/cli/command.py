@@ -216,6 +216,8 @@ def run_diff(opts, out=sys.stdout):
                 argparse.Namespace(json=js, guest=bool(opts.guest))),
                 stdout=io.StringIO())
             if not os.path.exists(js):
+                if status != 0:   # the report said why, in its one line
+                    raise SystemExit(status)
                 raise RecordError("cannot report %s (status %d)"
                                   % (path, status))
             with open(js, encoding="utf-8") as f:
