@@ -146,6 +146,39 @@ class ExactProfiles(ProfileTest):
         self.assertIn("no symbols for %s: frames shown as addresses"
                       % os.path.realpath(prog), report["warnings"])
 
+    def test_a_binary_gone_since_the_recording_is_named(self):
+        # Deleted after recording: its frames cannot be named nor unwound
+        # (no CFI). The stacks end at its first frame, and the advice says
+        # why, not "raise --stack-size".
+        prog = os.path.join(self.tmp, "t_gone")
+        shutil.copy(program("t_basic"), prog)
+        data = os.path.join(self.tmp, "run.data")
+        truth_path = os.path.join(self.tmp, "truth.json")
+        rec = allocsites(["record", "-o", data, "--", prog, "50"],
+                         env={"TRUTH_FILE": truth_path})
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        os.unlink(prog)
+        out_json = os.path.join(self.tmp, "report.json")
+        rep = allocsites(["report", "-i", data, "--json", out_json])
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        with open(out_json) as f:
+            report = json.load(f)
+        with open(truth_path) as f:
+            truth = json.load(f)
+        self.assertLossless(report)
+        count = sum(r["count"] for r in truth["records"])
+        self.assertEqual(report["totals"]["count"], count)
+        self.assertEqual(report["truncated_allocations"], count)
+        self.assertIn("%s is gone (deleted or moved since the recording): "
+                      "frames shown as addresses" % prog, report["warnings"])
+        self.assertIn("%d allocations have stacks cut short (not reaching "
+                      "main/_start): %s is gone since the recording, and a "
+                      "stack is not unwound past a frame in a file that is "
+                      "not there; report while it is in place"
+                      % (count, prog), report["warnings"])
+        self.assertFalse([w for w in report["warnings"]
+                          if "--stack-size" in w])
+
     def wrap_truth(self, stdout):
         """{fI: (count, bytes)} as t_wrap printed them."""
         return {name: tuple(int(x) for x in v.split(","))

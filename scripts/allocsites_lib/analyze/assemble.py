@@ -20,7 +20,7 @@ from ..read import parse
 from ..read.elf import tag_names
 from .fold import fold, tag_selected
 from .report import Report
-from .stale import stale_binaries
+from .stale import missing_binaries, stale_binaries
 from .wrappers import (declared_skips, skip_regex, wrapper_advice,
                        wrapper_suspects)
 
@@ -258,6 +258,17 @@ def _more_warnings(tally, opts, names, tags, mode, result, unwind, data,
                         "main/_start): the kernel's frame-pointer walk stops "
                         "at a function built without frame pointers; record "
                         "with --unwind dwarf" % result.truncated)
+    elif result.truncated and missing_binaries(tally.dsos()):
+        # not the stack copy's size: a stack is not unwound past a frame
+        # in a file that is gone (no CFI to read)
+        gone = missing_binaries(tally.dsos())
+        warnings.append("%d allocations have stacks cut short (not reaching "
+                        "main/_start): %s %s gone since the recording, and "
+                        "a stack is not unwound past a frame in a file "
+                        "that is not there; report while %s in place"
+                        % (result.truncated, ", ".join(gone),
+                           "is" if len(gone) == 1 else "are",
+                           "it is" if len(gone) == 1 else "they are"))
     elif result.truncated:
         warnings.append("%d allocations have stacks cut short (not reaching "
                         "main/_start): raise --stack-size (8192 by default; "

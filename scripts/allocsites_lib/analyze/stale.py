@@ -1,4 +1,5 @@
-"""Binaries rebuilt since the recording, whose lines would be wrong.
+"""Binaries rebuilt since the recording, whose lines would be wrong, and
+binaries gone since, whose frames can be neither named nor unwound.
 
 Binaries rebuilt since the recording: their addresses no longer match,
 so their lines would be wrong."""
@@ -33,3 +34,10 @@ def stale_binaries(dsos, data, build_ids=None):
         except OSError:
             pass
     return stale
+
+
+def missing_binaries(dsos):
+    """DSOs named by an absolute path where there is no longer a file
+    (deleted or moved since the recording), sorted."""
+    return sorted(d for d in dsos
+                  if d.startswith("/") and not os.path.exists(d))
