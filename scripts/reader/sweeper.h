@@ -22,7 +22,7 @@
 /* c's arrays, each n events long. The sweep's chunks get arrays of
  * SWEEP_CHUNK: with LOG_CHUNK_EVENTS' (22 MB, of which a chunk used
  * 1.5), each set the pool could not give was fresh mappings, and the
- * kernel zeroed a 2 MB huge page for each array touched: 8% of the
+ * kernel zeroed a 2 MB huge page for each array touched: a tenth of the
  * tally's thread at 10^7 allocations (a cpu-clock profile, by hand). */
 void logcols_alloc(struct logcols *c, size_t n);
 /* Writes c's n events to fd, in EventLog._spill's layout (each column's
