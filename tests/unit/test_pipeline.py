@@ -340,6 +340,22 @@ class WriteOutputsTest(unittest.TestCase):
         self.assertIn("total: 4 bytes (4 B) in 1 allocations at 1 site\n", out.getvalue())
 
 
+class MissingBinariesTest(unittest.TestCase):
+    def test_only_files_the_recording_saw_and_that_are_gone(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            here = os.path.join(tmp, "here")
+            open(here, "w").close()
+            gone = os.path.join(tmp, "gone")
+            dsos = {here, gone, "/fake/not/recorded", "[vdso]"}
+            ids = {here: {"ab"}, gone: {"cd"}}
+            self.assertEqual(stale.missing_binaries(dsos, ids), [gone])
+            # without build-ids (perf record without them): none known
+            self.assertEqual(stale.missing_binaries(dsos, None), [])
+            self.assertEqual(stale.gone_warning(gone), "%s is gone (deleted "
+                             "or moved since the recording): frames shown "
+                             "as addresses" % gone)
+
+
 class WrapperSuspectsTest(unittest.TestCase):
     """A big site reached from many functions gets the --skip advice."""
 

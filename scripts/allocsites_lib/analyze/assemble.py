@@ -20,7 +20,7 @@ from ..read import parse
 from ..read.elf import tag_names
 from .fold import fold, tag_selected
 from .report import Report
-from .stale import missing_binaries, stale_binaries
+from .stale import gone_warning, missing_binaries, stale_binaries
 from .wrappers import (declared_skips, skip_regex, wrapper_advice,
                        wrapper_suspects)
 
@@ -161,7 +161,11 @@ def build(tally, opts, symbolizer, lost, lost_reason, data=None,
     live_summary = selected_liveness(
         live_summary, result, opts, sweep,
         lambda key: tag_selected(key[1], names, tags))
-    warnings = list(symbolizer.warnings) + warnings
+    # a file gone since the recording has no symbols: said as gone
+    nosym = {"no symbols for %s: frames shown as addresses" % d:
+             gone_warning(d)
+             for d in missing_binaries(tally.dsos(), build_ids)}
+    warnings = [nosym.get(w, w) for w in symbolizer.warnings] + warnings
     for regex, dso in declared:
         warnings.append("wrappers declared by %s (RT_SKIP): %s; their "
                         "callers are charged" % (os.path.basename(dso), regex))
@@ -258,10 +262,10 @@ def _more_warnings(tally, opts, names, tags, mode, result, unwind, data,
                         "main/_start): the kernel's frame-pointer walk stops "
                         "at a function built without frame pointers; record "
                         "with --unwind dwarf" % result.truncated)
-    elif result.truncated and missing_binaries(tally.dsos()):
+    elif result.truncated and missing_binaries(tally.dsos(), build_ids):
         # not the stack copy's size: a stack is not unwound past a frame
         # in a file that is gone (no CFI to read)
-        gone = missing_binaries(tally.dsos())
+        gone = missing_binaries(tally.dsos(), build_ids)
         warnings.append("%d allocations have stacks cut short (not reaching "
                         "main/_start): %s %s gone since the recording, and "
                         "a stack is not unwound past a frame in a file "

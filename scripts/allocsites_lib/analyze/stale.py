@@ -36,8 +36,17 @@ def stale_binaries(dsos, data, build_ids=None):
     return stale
 
 
-def missing_binaries(dsos):
-    """DSOs named by an absolute path where there is no longer a file
+def missing_binaries(dsos, build_ids=None):
+    """DSOs the recording saw (a build-id for them in build_ids: FILE.
+    buildids, or the MMAP2 records of perf record --buildid-mmap, as
+    allocsites record writes them) where there is no longer a file
     (deleted or moved since the recording), sorted."""
+    build_ids = build_ids or {}
     return sorted(d for d in dsos
-                  if d.startswith("/") and not os.path.exists(d))
+                  if d in build_ids and not os.path.exists(d))
+
+
+def gone_warning(dso):
+    """The warning for a DSO missing_binaries found."""
+    return ("%s is gone (deleted or moved since the recording): frames "
+            "shown as addresses" % dso)

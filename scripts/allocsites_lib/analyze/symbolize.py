@@ -155,11 +155,8 @@ class Symbolizer:
                 continue
             if raw.addr is None:
                 self._cache[raw] = (self._fallback(raw),)
-                self._warn(("nosym", raw.dso), (
-                    "%s is gone (deleted or moved since the recording): "
-                    "frames shown as addresses" if raw.dso.startswith("/")
-                    and not os.path.exists(raw.dso) else "no symbols for "
-                    "%s: frames shown as addresses") % raw.dso)
+                self._warn(("nosym", raw.dso), "no symbols for %s: frames "
+                           "shown as addresses" % raw.dso)
                 continue
             todo[raw.dso].add(raw)
         asked = self._ask_all(todo)
