@@ -276,8 +276,16 @@ def compare_sample(perf, native, ahead, notes):
     native has frames past perf's last one). notes counts what was
     accepted as the same: 'alias' (two names of one address),
     'native names' (perf has no symbol, native has one), 'last word'
-    (native one frame past perf's -1 end: see PERF_END)."""
+    (native one frame past perf's -1 end: see PERF_END), 'perf empty'
+    (perf printed no frame for the sample)."""
     pframes = perf_frames(perf)
+    if not perf.frames and native.frames:
+        # perf printed no frame at all, not even the sample's ip (seen
+        # once in 230 samples of calls_clang_O2_lto, a fresh make check):
+        # nothing of perf's to hold the native stack against. Counted,
+        # said, and bounded in check_program.
+        notes["perf empty"] += 1
+        return None, False
     for j, pf in enumerate(pframes):
         if j >= len(native.frames):
             return (j, "native stack ends here, perf has %d more frame(s)"
@@ -499,6 +507,12 @@ class Differential(ProfileTest):
                 if first is None:
                     first = render_diff(i, p, n, *diff)
         frames = sum(len(perf_frames(s)) for s in perf)
+        # a sample perf gives no frame for is rare; more than 1 in 100
+        # would hide what the comparison is for
+        self.assertLessEqual(notes["perf empty"], max(1, len(perf) // 100),
+                             "%s: perf gave no frame at all for %d of %d "
+                             "samples" % (prog.name, notes["perf empty"],
+                                          len(perf)))
         if bad:
             self.fail("%s: %d of %d samples differ (perf: %d frames in "
                       "all)\n%s" % (prog.name, bad, len(perf), frames, first))
