@@ -257,15 +257,16 @@ def _more_warnings(tally, opts, names, tags, mode, result, unwind, data,
         warnings.append("%d allocations have no call chain: record with "
                         "--unwind dwarf (the default) or --unwind fp"
                         % tally.no_callchain)
+    gone = missing_binaries(tally.dsos(), build_ids) \
+        if result.truncated else []
     if result.truncated and unwind == "fp":
         warnings.append("%d allocations have stacks cut short (not reaching "
                         "main/_start): the kernel's frame-pointer walk stops "
                         "at a function built without frame pointers; record "
                         "with --unwind dwarf" % result.truncated)
-    elif result.truncated and missing_binaries(tally.dsos(), build_ids):
+    elif gone:
         # not the stack copy's size: a stack is not unwound past a frame
         # in a file that is gone (no CFI to read)
-        gone = missing_binaries(tally.dsos(), build_ids)
         warnings.append("%d allocations have stacks cut short (not reaching "
                         "main/_start): %s %s gone since the recording, and "
                         "a stack is not unwound past a frame in a file "
