@@ -162,9 +162,9 @@ def build(tally, opts, symbolizer, lost, lost_reason, data=None,
         live_summary, result, opts, sweep,
         lambda key: tag_selected(key[1], names, tags))
     # a file gone since the recording has no symbols: said as gone
+    gone = missing_binaries(tally.dsos(), build_ids)
     nosym = {"no symbols for %s: frames shown as addresses" % d:
-             gone_warning(d)
-             for d in missing_binaries(tally.dsos(), build_ids)}
+             gone_warning(d) for d in gone}
     warnings = [nosym.get(w, w) for w in symbolizer.warnings] + warnings
     for regex, dso in declared:
         warnings.append("wrappers declared by %s (RT_SKIP): %s; their "
@@ -172,7 +172,7 @@ def build(tally, opts, symbolizer, lost, lost_reason, data=None,
     for site, n, chain in wrapper_suspects(result):
         warnings.append(wrapper_advice(site, n, chain))
     sampling = _more_warnings(tally, opts, names, tags, mode, result,
-                              unwind, data, build_ids, read_errors,
+                              unwind, data, build_ids, gone, read_errors,
                               warnings, bad_options)
     filters = {"tag": opts.tag, "min_size": opts.min_size,
                "depth": opts.depth, "top": opts.top, "skip": opts.skip,
@@ -225,7 +225,7 @@ def build(tally, opts, symbolizer, lost, lost_reason, data=None,
 
 
 def _more_warnings(tally, opts, names, tags, mode, result, unwind, data,
-                   build_ids, read_errors, warnings, bad_options):
+                   build_ids, gone, read_errors, warnings, bad_options):
     """build's warnings about the options, the sampling, the stacks
     and the binaries, appended to warnings (and bad_options); returns the
     report's sampling ({samples, sample_bytes}, or None in exact mode)."""
@@ -257,14 +257,12 @@ def _more_warnings(tally, opts, names, tags, mode, result, unwind, data,
         warnings.append("%d allocations have no call chain: record with "
                         "--unwind dwarf (the default) or --unwind fp"
                         % tally.no_callchain)
-    gone = missing_binaries(tally.dsos(), build_ids) \
-        if result.truncated else []
     if result.truncated and unwind == "fp":
         warnings.append("%d allocations have stacks cut short (not reaching "
                         "main/_start): the kernel's frame-pointer walk stops "
                         "at a function built without frame pointers; record "
                         "with --unwind dwarf" % result.truncated)
-    elif gone:
+    elif result.truncated and gone:
         # not the stack copy's size: a stack is not unwound past a frame
         # in a file that is gone (no CFI to read)
         warnings.append("%d allocations have stacks cut short (not reaching "
