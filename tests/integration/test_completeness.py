@@ -158,6 +158,30 @@ class UnseenAllocators(ProfileTest):
         self.assertEqual(report["totals"]["count"], 203)
         self.assertIs(report["complete"], True, report["complete_reason"])
 
+    def test_a_script_recorded_with_lib(self):
+        # A wrapper script (libtool's, a test driver) runs the probed
+        # program twice: with --lib naming the program, both runs are
+        # recorded and checked end to end, their totals the sum of their
+        # truths; the script itself has no probes and is not refused.
+        prog = program("t_basic")
+        script = os.path.join(self.tmp, "driver.sh")
+        truth = os.path.join(self.tmp, "truth")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\nTRUTH_FILE=%s.a %s 5 && TRUTH_FILE=%s.b "
+                    "exec %s 7\n" % (truth, prog, truth, prog))
+        os.chmod(script, 0o755)
+        rec, _, report = self.record_and_report([script], ["--lib", prog])
+        self.assertNotIn("warning", rec.stderr)
+        runs = []
+        for part in ("a", "b"):
+            with open(truth + "." + part) as f:
+                runs.append(json.load(f)["records"])
+        self.assertEqual(report["totals"]["count"],
+                         sum(r["count"] for rs in runs for r in rs))
+        self.assertEqual(report["totals"]["bytes"],
+                         sum(r["bytes"] for rs in runs for r in rs))
+        self.assertIs(report["complete"], True, report["complete_reason"])
+
     def test_a_child_left_running(self):
         done = os.path.join(self.tmp, "daemon.done")
         _, rep, report = self.record_and_report(

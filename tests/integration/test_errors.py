@@ -54,7 +54,8 @@ class Errors(ProfileTest):
         self.assertOneLineError(
             allocsites(["record", "--", script]), 1,
             "not an ELF64 executable: %s (a script? record the program it "
-            "starts: allocsites record -- PROG ARGS)" % script)
+            "starts: allocsites record -- PROG ARGS, or name that program "
+            "with --lib PROG and keep the script)" % script)
 
     def test_no_program(self):
         self.assertOneLineError(allocsites(["record", "--"]), 2,

@@ -70,6 +70,8 @@ examples:
         sampled: about one allocation per 512 KiB allocated
   allocsites record --lib ./plugins/libparse.so -- ./host
         also probe a library the program loads with dlopen
+  allocsites record --lib ./.libs/lt-minicc -- ./minicc 500
+        a wrapper script (libtool's) that starts the probed program
   allocsites record -p 4242 --duration 30 -o server.data
         attach to a running process for 30 s (or until Ctrl-C); it keeps
         running, and its probes cost nothing again afterwards
@@ -234,7 +236,9 @@ def add_record_options(p):
     g.add_argument("--lib", dest="libs", action="append", default=[],
                    metavar="SO",
                    help="also probe this shared library (one PROG loads "
-                        "with dlopen, so ldd cannot name it); repeatable")
+                        "with dlopen, so ldd cannot name it) or program "
+                        "(one PROG starts with exec; PROG may then be a "
+                        "script); repeatable")
     g.add_argument("-p", "--pid", type=at_least_one("-p/--pid",
                                                    "a process id"),
                    default=None,

@@ -30,8 +30,11 @@ def resolve_library(lib):
     return path
 
 
-def resolve_program(prog):
-    """PROG as the shell would find it -> absolute path of an ELF file."""
+def resolve_program(prog, scripts=False):
+    """PROG as the shell would find it -> absolute path of an ELF file,
+    or of a script (#!) where scripts is true: --lib names the probed
+    binaries then (a libtool wrapper, a test driver), the script has
+    none of its own."""
     path = prog if "/" in prog else shutil.which(prog)
     if path is None or not os.path.exists(path):
         raise RecordError("program not found: %s" % prog)
@@ -39,10 +42,23 @@ def resolve_program(prog):
     if not os.access(path, os.X_OK) or os.path.isdir(path):
         raise RecordError("not an executable file: %s" % prog)
     if elf.open_elf(path) is None:
+        if scripts and is_script(path):
+            return path
         raise RecordError("not an ELF64 executable: %s (a script? record "
                           "the program it starts: allocsites record -- "
-                          "PROG ARGS)" % prog)
+                          "PROG ARGS, or name that program with --lib "
+                          "PROG and keep the script)" % prog)
     return path
+
+
+def is_script(path):
+    """Whether the file at path starts with #! (the kernel runs its
+    interpreter)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == b"#!"
+    except OSError:
+        return False
 
 
 _LDD_RE = re.compile(r"=>\s*(/\S+)|^\s*(/\S+)\s+\(0x")
@@ -85,8 +101,9 @@ def probed_binaries(prog_path, extra_libs=(), libs=None):
     """[(path, {probe names})] for the program and its libraries that
     carry rt probes (libs: the libraries, when not ldd's)."""
     found = []
-    if libs is None:
-        libs = shared_libraries(prog_path)
+    if libs is None:   # a script (resolve_program) links nothing
+        libs = shared_libraries(prog_path) \
+            if elf.open_elf(prog_path) is not None else []
     for path in [prog_path] + list(libs) + list(extra_libs):
         names = rt_probe_names(path) & set(PROBE_EVENTS)
         if names and path not in [p for p, _ in found]:

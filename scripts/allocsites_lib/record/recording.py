@@ -17,8 +17,8 @@ from ..read.parse import event_kind
 from . import (buildids, datafile, eventlock, perfcommand, prerequisites,
                probeevents, programenv, runstate, unwindchoice,
                writerpriority, writerwake)
-from .binaries import (probed_binaries, process_binaries, resolve_library,
-                       resolve_program, unprobed_code)
+from .binaries import (is_script, probed_binaries, process_binaries,
+                       resolve_library, resolve_program, unprobed_code)
 from .errors import RecordError
 from .tracefs import Tracefs, listed_events
 from ..words import human_bytes, lost_words
@@ -131,7 +131,7 @@ def probe_targets(opts, argv, pid, alloc_probe):
         name = "process %d (%s)" % (pid, prog)
         binaries = probed_binaries(prog, extra, libs=libs)
     else:
-        prog = resolve_program(argv[0])
+        prog = resolve_program(argv[0], scripts=bool(extra))
         name = argv[0]
         binaries = probed_binaries(prog, extra)
     if not binaries:
@@ -150,9 +150,11 @@ def choose_unwind(opts, prog, binaries, alloc_probe, out):
     carry the allocation probe (unwindchoice.py)."""
     unwind = getattr(opts, "unwind", "dwarf")
     if unwind == "auto":
+        # a script PROG (with --lib) has no code of its own to check
         unwind, why = unwindchoice.choose(
-            [prog] + [p for p, names in binaries
-                      if alloc_probe in names and p != prog])
+            [p for p in [prog] if not is_script(p)] +
+            [p for p, names in binaries
+             if alloc_probe in names and p != prog])
         out.write("allocsites: --unwind auto: %s (%s)\n" % (unwind, why))
     return unwind
 
@@ -364,8 +366,8 @@ def warn_unprobed(code, probed, out):
         out.write("allocsites: warning: %s ran during the recording and has "
                   "rt probes, but was not probed (a program started by exec, "
                   "or a library loaded by dlopen): its allocations are not in "
-                  "this recording; profile it directly, or name the library "
-                  "with --lib\n" % path)
+                  "this recording; name it with --lib (a library, or a "
+                  "program started by exec)\n" % path)
 
 
 def warn_forked(started, out):
