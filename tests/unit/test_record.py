@@ -358,6 +358,29 @@ class ResolveLibraryTest(unittest.TestCase):
                 binaries.resolve_library(os.path.join(tmp, "none.so"))
 
 
+class ResolveProgramTest(unittest.TestCase):
+    def test_a_script_only_where_allowed(self):
+        # a script PROG is taken when --lib names the probed programs it
+        # starts (scripts=True), refused otherwise; a text file without
+        # #! is refused either way, and a script links no libraries
+        with tempfile.TemporaryDirectory() as tmp:
+            script = os.path.join(tmp, "run.sh")
+            text = os.path.join(tmp, "notes")
+            for path, body in ((script, "#!/bin/sh\nexit 0\n"),
+                               (text, "exit 0\n")):
+                with open(path, "w") as f:
+                    f.write(body)
+                os.chmod(path, 0o755)
+            self.assertEqual(binaries.resolve_program(script, scripts=True),
+                             os.path.realpath(script))
+            with self.assertRaisesRegex(RecordError, "--lib PROG"):
+                binaries.resolve_program(script)
+            with self.assertRaisesRegex(RecordError, "not an ELF64"):
+                binaries.resolve_program(text, scripts=True)
+            self.assertEqual(binaries.probed_binaries(
+                os.path.realpath(script)), [])
+
+
 class CheckOutputTest(unittest.TestCase):
     """-o never lets perf move away a file that is not a recording."""
 
