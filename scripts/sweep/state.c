@@ -190,10 +190,6 @@ u32 runs_new(struct runs *rs)
 		size_t cap = rs->cap ? rs->cap * 2 : 64;
 		rs->slot = xrealloc(rs->slot, cap * sizeof *rs->slot);
 		rs->pid = xrealloc(rs->pid, cap * sizeof *rs->pid);
-		rs->id = xrealloc(rs->id, cap * sizeof *rs->id);
-		rs->t0 = xrealloc(rs->t0, cap * sizeof *rs->t0);
-		rs->t1 = xrealloc(rs->t1, cap * sizeof *rs->t1);
-		rs->closed = xrealloc(rs->closed, cap * sizeof *rs->closed);
 		rs->total0 = xrealloc(rs->total0, cap * sizeof *rs->total0);
 		rs->commit0 = xrealloc(rs->commit0, cap * sizeof *rs->commit0);
 		rs->live = xrealloc(rs->live, cap * sizeof *rs->live);

@@ -348,7 +348,7 @@ static void set_thread(struct sweep *s, i32 tid, struct thread *t)
 	t->tuple = runs_tuple(&s->runs, t->run, t->n);
 }
 
-static void close_run(struct sweep *s, struct proc *pr, u32 r, i64 t)
+static void close_run(struct sweep *s, struct proc *pr, u32 r)
 {
 	struct runs *rs = &s->runs;
 	u32 slot = rs->slot[r], i;
@@ -358,8 +358,6 @@ static void close_run(struct sweep *s, struct proc *pr, u32 r, i64 t)
 	s->cgrowth[slot] += pr->commit - rs->commit0[r];
 	if (rs->best[r] > s->phase_peak[slot])
 		s->phase_peak[slot] = rs->best[r];
-	rs->t1[r] = t;
-	rs->closed[r] = 1;
 	for (i = 0; i < pr->nopen; i++)
 		if (pr->open[i] == r) {
 			memmove(pr->open + i, pr->open + i + 1,
@@ -369,8 +367,7 @@ static void close_run(struct sweep *s, struct proc *pr, u32 r, i64 t)
 		}
 }
 
-static void begin(struct sweep *s, struct proc *pr, i32 tid, u64 phase,
-		  i64 t)
+static void begin(struct sweep *s, struct proc *pr, i32 tid, u64 phase)
 {
 	u32 slot = slot_get(s, phase), r;
 	struct thread *th = thread_get(s, tid);
@@ -388,10 +385,6 @@ static void begin(struct sweep *s, struct proc *pr, i32 tid, u64 phase,
 	r = runs_new(rs);
 	rs->slot[r] = slot;
 	rs->pid[r] = pr->pid;
-	rs->id[r] = phase;
-	rs->t0[r] = t;
-	rs->t1[r] = 0;
-	rs->closed[r] = 0;
 	rs->total0[r] = pr->total;
 	rs->commit0[r] = pr->commit;
 	rs->live[r] = 0;
@@ -413,7 +406,7 @@ static void begin(struct sweep *s, struct proc *pr, i32 tid, u64 phase,
 	set_thread(s, tid, th);
 }
 
-static void end(struct sweep *s, i32 tid, u64 phase, i64 t)
+static void end(struct sweep *s, i32 tid, u64 phase)
 {
 	struct thread *th = thread_get(s, tid);
 	struct proc *pr;
@@ -432,7 +425,7 @@ static void end(struct sweep *s, i32 tid, u64 phase, i64 t)
 	pr = (struct proc *)(uintptr_t)*slot;
 	flush(s, pr);
 	while ((i64)th->n > depth)
-		close_run(s, pr, th->run[--th->n], t);
+		close_run(s, pr, th->run[--th->n]);
 	set_thread(s, tid, th);
 }
 
@@ -576,7 +569,7 @@ static void free_proc(struct sweep *s, struct proc *pr)
 }
 
 /* _exit: the process ends; its open runs close, what it holds leaks */
-static void proc_exit(struct sweep *s, struct proc *pr, i64 t, int drop)
+static void proc_exit(struct sweep *s, struct proc *pr, int drop)
 {
 	struct leak_arg la = { s, drop };
 	u64 i;
@@ -595,7 +588,7 @@ static void proc_exit(struct sweep *s, struct proc *pr, i64 t, int drop)
 			struct thread *th = thread_get(s, tids[k]);
 			while (th->n) {
 				u32 r = th->run[--th->n];
-				close_run(s, pr, r, t);
+				close_run(s, pr, r);
 				if (s->nopen == s->capopen) {
 					s->capopen = s->capopen ?
 						s->capopen * 2 : 16;
@@ -835,13 +828,13 @@ static void run(struct sweep *s, struct log *log, u64 stop)
 				if (kind == K_RELEASE) {
 					release(s, pr, a, b);
 				} else if (kind == K_PHASE_BEGIN) {
-					begin(s, pr, tid, a, t);
+					begin(s, pr, tid, a);
 					have_tid = 0;
 				} else if (kind == K_PHASE_END) {
-					end(s, tid, a, t);
+					end(s, tid, a);
 					have_tid = 0;
 				} else {
-					proc_exit(s, pr, t, 1);
+					proc_exit(s, pr, 1);
 					have_tid = 0;
 					pr = NULL;   /* the pid starts afresh */
 				}
@@ -868,7 +861,7 @@ static void finish(struct sweep *s)
 	struct proc **v = procs_in_order(s, &n);
 
 	for (i = 0; i < n; i++)
-		proc_exit(s, v[i], s->last_time, 0);
+		proc_exit(s, v[i], 0);
 	free(v);
 }
 
@@ -1137,16 +1130,6 @@ void sweep_log(struct log *log, i64 *times, u64 ntimes, int times_first,
 			      s.left[i],
 			      s.phase_peak[i], s.growth[i], s.cgrowth[i] };
 		put_line(out, "S", 6, v);
-	}
-	/* U run phase_id t0 t1|- */
-	for (i = 0; i < s.runs.n; i++) {
-		fprintf(out, "U %llu %llu %lld ", (unsigned long long)i,
-			(unsigned long long)s.runs.id[i],
-			(long long)s.runs.t0[i]);
-		if (s.runs.closed[i])
-			fprintf(out, "%lld\n", (long long)s.runs.t1[i]);
-		else
-			fputs("-\n", out);
 	}
 	for (i = 0; i < s.nopen; i++)
 		fprintf(out, "O %llu %d %d %llu\n",

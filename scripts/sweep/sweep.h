@@ -147,7 +147,7 @@ void codes_free(struct codes *c);
 
 /* phase runs (liveness.py's run_* columns) and run tuples (cruns) */
 struct runs {
-	u32 *slot; i32 *pid; u64 *id; i64 *t0, *t1; u8 *closed;
+	u32 *slot; i32 *pid;
 	i128 *total0, *commit0, *live, *best;
 	u32 n, cap;
 	u32 *pool;          /* tuples, each a stretch of run numbers */

@@ -629,7 +629,7 @@ class TimelineSitesTest(unittest.TestCase):
             site_of[k] = (k, "/src/a.c", i + 1)
             by_key[k] = [900, 0, 0] if k == "early" else [0, 100 + i, 0]
         total = [900, sum(100 + i for i in range(9)), 0]
-        tl = Timeline([0, 10, 20], total, by_key, None, [])
+        tl = Timeline([0, 10, 20], total, by_key, None)
         Sweep = collections.namedtuple("Sweep", "timeline peak_time peak_bytes")
         profile = fold.Profile(sites, [], 10, 10000, 0, site_of)
         doc = self.chart(Sweep(tl, 10, total[1]), profile)

@@ -54,10 +54,10 @@ Liveness = collections.namedtuple("Liveness", [
 PhaseStats = collections.namedtuple(
     "PhaseStats", "runs count bytes left_live peak growth committed_growth")
 # times: ns (the log's clock); total, committed: bytes at each time;
-# by_key: {key: [bytes at each time]}; phases: [(id, start_ns, end_ns)],
-# the runs of each phase id merged where they overlap (chart bands).
+# by_key: {key: [bytes at each time]}. The chart's phase bands come from
+# the log (timeline_series.phase_bands), not from the sweep.
 Timeline = collections.namedtuple(
-    "Timeline", "times total by_key committed phases")
+    "Timeline", "times total by_key committed")
 
 
 # ---------------------------------------------------------------- timeline
@@ -75,29 +75,6 @@ def sample_times(log, points):
         t = t0 + (t1 - t0) * j // (points - 1)
         if not out or t > out[-1]:
             out.append(t)
-    return out
-
-
-def _bands(s):
-    """[(id, start, end)]: each phase id's runs, merged where they overlap
-    or touch, ordered by start."""
-    by_id = collections.defaultdict(list)
-    for phase, t0, t1 in zip(s.run_id, s.run_t0, s.run_t1):
-        # (a run still open here lost its thread to a tid reused by
-        # another live process: it ends with the log)
-        by_id[phase].append((t0, s.last_time if t1 is None else t1))
-    out = []
-    for phase, spans in by_id.items():
-        spans.sort()
-        start, end = spans[0]
-        for t0, t1 in spans[1:]:
-            if t0 <= end:
-                end = max(end, t1)
-            else:
-                out.append((phase, start, end))
-                start, end = t0, t1
-        out.append((phase, start, end))
-    out.sort(key=lambda band: (band[1], band[0]))
     return out
 
 
@@ -131,7 +108,7 @@ def _timeline(log, plan, times, main, peak_kb, totals, committed, series):
     keys = log.keys
     by_key = {keys[k]: series[k] for k in sorted(series) if any(series[k])}
     return Timeline(times, totals, by_key,
-                    committed if plan.has_commit else None, _bands(main))
+                    committed if plan.has_commit else None)
 
 
 # ---------------------------------------------------------------- sweep

@@ -68,7 +68,6 @@ class Main:
         self.phase_peak = [0] * nslots
         self.growth = [0] * nslots
         self.cgrowth = [0] * nslots
-        self.run_id, self.run_t0, self.run_t1 = [], [], []
         self.open_phases = []
         self.peak = self.peak_i = 0
         self.peak_t = None
@@ -76,7 +75,6 @@ class Main:
         self.committed_end = 0
         self.unmatched = (0, 0)
         self.reused = self.unmatched_phase_ends = 0
-        self.last_time = None
 
 
 class Answer:
@@ -174,10 +172,6 @@ def _parse(lines, nkeys, npoints, sampled):
             peak_codes[int(f[1])] = (int(f[2]), float(f[3]))
         elif tag == "B":
             peak_kb[int(f[1])] = int(f[2])
-        elif tag == "U":
-            main.run_id.append(int(f[2]))
-            main.run_t0.append(int(f[3]))
-            main.run_t1.append(None if f[4] in ("-", b"-") else int(f[4]))
         elif tag == "O":
             main.open_phases.append(tuple(int(x) for x in f[1:5]))
         elif tag == "S":
@@ -193,7 +187,6 @@ def _parse(lines, nkeys, npoints, sampled):
             main.committed_end = v[5]
             main.unmatched = (v[6], v[7])
             main.reused, main.unmatched_phase_ends = v[8], v[9]
-            main.last_time = v[11] if v[10] else None
         elif tag == "plan":
             plan = Plan([x if isinstance(x, str) else x.decode()
                          for x in f[1:]], nkeys, sampled)
