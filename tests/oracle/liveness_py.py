@@ -150,10 +150,9 @@ class _Sweep:
         self.thread_phase = {}                # tid -> (code base, runs)
         self.total = 0
         self.ctotal = 0
-        # Runs of phases, by number: slot, pid, id, start, end, totals at
-        # the start, live bytes allocated inside, best total.
-        self.run_slot, self.run_pid, self.run_id = [], [], []
-        self.run_t0, self.run_t1 = [], []
+        # Runs of phases, by number: slot, pid, totals at the start, live
+        # bytes allocated inside, best total.
+        self.run_slot, self.run_pid = [], []
         self.run_total0, self.run_commit0 = [], []
         self.run_live, self.run_best = [], []
         self.runs = [0] * nslots
@@ -182,7 +181,6 @@ class _Sweep:
         self.committed_at_peak = 0
         self.unmatched = [0, 0]
         self.reused = 0
-        self.last_time = None
 
     # ------------------------------------------------------------ the loop
 
@@ -358,13 +356,13 @@ class _Sweep:
                     if kind == RELEASE:
                         self._release(cproc, a, b)
                     elif kind == PHASE_BEGIN:
-                        self._begin(cproc, tid, a, t)
+                        self._begin(cproc, tid, a)
                         ctid = None
                     elif kind == PHASE_END:
-                        self._end(tid, a, t)
+                        self._end(tid, a)
                         ctid = None
                     else:
-                        self._exit(cproc, t, drop=True)
+                        self._exit(cproc, drop=True)
                         ctid = None
                     total, ctotal = self.total, self.ctotal
                     if kind == EXIT:
@@ -384,7 +382,6 @@ class _Sweep:
         self.committed_peak, self.committed_at_peak = cpeak, cat_peak
         self.unmatched = [self.unmatched[0] + un_n, self.unmatched[1] + un_b]
         self.reused += reused
-        self.last_time = t
         return self
 
     # ------------------------------------------------------------ rare events
@@ -435,7 +432,7 @@ class _Sweep:
             self.thread_phase.pop(tid, None)
             del self.threads[tid]
 
-    def _begin(self, proc, tid, phase, t):
+    def _begin(self, proc, tid, phase):
         slot = self.plan.slot_of[phase]
         thread = self.threads.get(tid)
         if thread is None or thread.pid != proc.pid:
@@ -443,8 +440,6 @@ class _Sweep:
         self._flush(proc)
         r = len(self.run_slot)
         for column, value in ((self.run_slot, slot), (self.run_pid, proc.pid),
-                              (self.run_id, phase),
-                              (self.run_t0, t), (self.run_t1, None),
                               (self.run_total0, proc.total),
                               (self.run_commit0, proc.commit),
                               (self.run_live, 0),
@@ -455,7 +450,7 @@ class _Sweep:
         thread.stack.append((phase, r))
         self._set_thread(tid, thread)
 
-    def _end(self, tid, phase, t):
+    def _end(self, tid, phase):
         """Closes the innermost open run of `phase` in the thread and the
         runs opened inside it."""
         thread = self.threads.get(tid)
@@ -469,20 +464,19 @@ class _Sweep:
         proc = self.procs[thread.pid]
         self._flush(proc)
         while len(stack) > depth:
-            self._close(proc, stack.pop()[1], t)
+            self._close(proc, stack.pop()[1])
         self._set_thread(tid, thread)
 
-    def _close(self, proc, r, t):
+    def _close(self, proc, r):
         slot = self.run_slot[r]
         self.left[slot] += self.run_live[r]
         self.growth[slot] += proc.total - self.run_total0[r]
         self.cgrowth[slot] += proc.commit - self.run_commit0[r]
         if self.run_best[r] > self.phase_peak[slot]:
             self.phase_peak[slot] = self.run_best[r]
-        self.run_t1[r] = t
         proc.open.remove(r)
 
-    def _exit(self, proc, t, drop):
+    def _exit(self, proc, drop):
         """The process ends (its last rt:exit, or the log's end): its open
         phases close, its live allocations are leaked and, with drop, its
         memory leaves the totals."""
@@ -493,7 +487,7 @@ class _Sweep:
                     continue
                 while thread.stack:
                     phase, r = thread.stack.pop()
-                    self._close(proc, r, t)
+                    self._close(proc, r)
                     self.open_phases.append((r, proc.pid, tid, phase))
                 self._set_thread(tid, thread)
         lb, lc, kb = self.leaked_b, self.leaked_c, self.kb
@@ -513,7 +507,7 @@ class _Sweep:
     def finish(self):
         """The log's end: every process still running ends there."""
         for proc in list(self.procs.values()):
-            self._exit(proc, self.last_time, drop=False)
+            self._exit(proc, drop=False)
         return self
 
     def at_peak(self):
