@@ -255,6 +255,24 @@ class JsonTest(unittest.TestCase):
                                                        {}}))
 
 
+class EncodedStacksTest(unittest.TestCase):
+    def test_the_same_text_as_json_dumps(self):
+        # iter_json writes each stack as _encoded_stacks formats it: the
+        # very text json.dumps(stack_json(s)) gives, for ints, sampled
+        # mode's floats, nulls, tags to sort and escape, no tags
+        stacks = [
+            Stack((PARSE, MAIN10, START), 3, 3072, {"tokens": 1024,
+                                                    "ast": 2048},
+                  2048, 0, 1),
+            Stack((fr("q\"uote", 1), fr("\u00e9t\u00e9", 2)), 2.5, 1e20,
+                  {"t\u00e4g\n": 0.1, "7": float("inf")}, 0.5, None, None),
+            Stack((NO_CALLER,), 1, 0, {}),
+            Stack((LEX, NEXT), True, 2 ** 70, {"a": -1}, 0, 0, 0),
+        ]
+        self.assertEqual(list(jsonout._encoded_stacks(stacks)),
+                         [json.dumps(jsonout.stack_json(s)) for s in stacks])
+
+
 class CollapsedTest(unittest.TestCase):
     def test_bytes(self):
         self.assertEqual(folded.render_folded(make_report()), (

@@ -38,6 +38,7 @@ def _encoded_stacks(stacks):
     json.dumps(stack_json(s)): its separators are ", " and ": "."""
     dumps = json.dumps
     cache = {}
+    labels = {}   # a tag's label -> its JSON
     for s in stacks:
         parts = []
         for f in s.frames:
@@ -45,8 +46,28 @@ def _encoded_stacks(stacks):
             if text is None:
                 text = cache[f] = dumps(frame_json(f))
             parts.append(text)
-        rest = dumps(stack_json(s, ()))   # '{"frames": [], "count": ...'
-        yield _Encoded('{"frames": [' + ", ".join(parts) + rest[12:])
+        # the rest as json.dumps writes it, without its dict (a dumps a
+        # stack was two thirds of this loop's time)
+        tags = []
+        for label, value in sorted(s.tags.items()):
+            key = labels.get(label)
+            if key is None:
+                key = labels[label] = dumps(label)
+            tags.append(key + ": " + _number(value))
+        yield _Encoded('{"frames": [%s], "count": %s, "bytes": %s, '
+                       '"tags": {%s}, "peak": %s, "leaked": %s, '
+                       '"temporary": %s}' % (
+                           ", ".join(parts), _number(s.count),
+                           _number(s.bytes), ", ".join(tags),
+                           _number(s.peak), _number(s.leaked),
+                           _number(s.temporary)))
+
+
+def _number(value, dumps=json.dumps):
+    """A count, bytes or None as json.dumps writes it."""
+    if type(value) is int:   # noqa: E721 -- not bool, which dumps as true
+        return str(value)
+    return "null" if value is None else dumps(value)
 
 
 def report_dict(report, top=None, stacks_site=None, lazy=False):
