@@ -210,6 +210,11 @@ u32 runs_tuple(struct runs *rs, const u32 *runs, u32 n)
 		rs->tstart[0] = 0;
 		rs->tlen[0] = 0;
 		rs->ntuples = 1;
+		/* the pool too, before any tuple has runs: pool + 0 on a null
+		 * pool (every allocation of a recording without phases) is
+		 * undefined (clang's UBSan in make fuzz stopped there) */
+		rs->cappool = 256;
+		rs->pool = xmalloc(rs->cappool * sizeof *rs->pool);
 	}
 	if (!n)
 		return 0;

@@ -10,7 +10,8 @@ it from then on (tests/unit/test_reader_hostile.py).
 The corpus: the seeds (tests/fuzz/seeds/) and the structured mutants of
 the uncompressed ones (mutate.py) up to 256 KB, made in DIR/in. AFL++
 forks the reader once per input (its fork server): the reader keeps
-state in statics, which a fresh process starts clean. Hangs are runs
+state in statics, which a fresh process starts clean. It runs as the
+report runs it (--sweep, the event log on stderr). Hangs are runs
 over 5 s (the 8000-mapping mutant takes 1-3 s under ASan)."""
 
 import argparse
@@ -124,8 +125,11 @@ def main():
         shutil.rmtree(outdir)
     print("make fuzz: %d inputs, %d s of AFL++ on %s"
           % (n, args.seconds, args.afl_reader), flush=True)
+    # the reader as the report runs it: the event log written (to
+    # stderr, which AFL throws away) and the sweep in its thread
     cmd = ["afl-fuzz", "-i", indir, "-o", outdir, "-V", str(args.seconds),
-           "-t", str(HANG_MS), "-m", "none", "--", args.afl_reader, "@@"]
+           "-t", str(HANG_MS), "-m", "none", "--", args.afl_reader,
+           "--log-fd", "2", "--sweep", "@@"]
     start = time.time()
     log = os.path.join(args.out, "afl.log")
     with open(log, "w") as f:
