@@ -48,8 +48,9 @@ SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
 # clang's UBSan, as make fuzz's AFL++ build has it: it stops at what gcc's
 # lets pass (a null pointer plus 0, in the sweep of every recording
-# without phases, was the finding). ci/install-deps.sh installs clang.
-SAN_CC ?= clang
+# without phases, was the finding). ci/install-deps.sh installs clang;
+# without it, cc's.
+SAN_CC ?= $(if $(shell command -v clang 2>/dev/null),clang,$(CC))
 
 all: examples $(TEST_PROGRAMS) $(MAILBOX_SO) $(READER) $(SWEEP) $(READER_ASAN)
 
