@@ -81,7 +81,18 @@ struct ptrloc ptrmap_find(struct ptrmap *m, u64 ptr)
 
 	if (!g)
 		return loc;
-	pos = lower(g, off);
+	/* blocks are often freed in the order they were handed out (a
+	 * list's nodes, a token stream), or the reverse: the neighbours of
+	 * the last one found, before a binary search. Offsets are unique in
+	 * a granule, so a match is the position. */
+	pos = g->next;
+	if (pos < g->n && g->off[pos] == off)
+		;   /* the next one */
+	else if (pos >= 2 && pos - 2 < g->n && g->off[pos - 2] == off)
+		pos -= 2;   /* the one before */
+	else
+		pos = lower(g, off);
+	g->next = pos + 1;
 	if (pos < g->n && g->off[pos] == off && g->rec[pos] != REC_NONE) {
 		loc.g = g;
 		loc.pos = pos;

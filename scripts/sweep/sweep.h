@@ -70,6 +70,7 @@ struct granule {
 	u16 *off;       /* sorted; an entry whose rec is REC_NONE is dead */
 	u32 *rec;
 	u32 n, cap, dead;
+	u32 next;       /* the position after the last one found: a guess */
 };
 
 struct ptrmap {
