@@ -421,9 +421,16 @@ class BuildIdsTest(unittest.TestCase):
             self.assertRegex(bid, "^[0-9a-f]{40}$")
             self.assertEqual(buildids.read_buildids(os.path.join(tmp, "x")),
                              {})
-            with open(buildids.buildids_path(data), "w") as f:
-                f.write("[1, 2]")
-            self.assertEqual(buildids.read_buildids(data), {})
+            # damaged: read as none, never as a binary that changed or
+            # was not probed
+            for text in ('[1, 2]', 'null', '{"%s": 5}' % sh,
+                         '{"%s": ["ab"]}' % sh, '{"%s": "not hex"}' % sh,
+                         '{"": "ab"}', '{"rel/path": "ab"}', '\xff{',
+                         '{"%s": "%s", "/x": 1}' % (sh, bid)):
+                with open(buildids.buildids_path(data), "w",
+                          encoding="latin-1") as f:
+                    f.write(text)
+                self.assertEqual(buildids.read_buildids(data), {}, text)
 
 
 class EventLockTest(unittest.TestCase):

@@ -5,6 +5,7 @@ recording, so the report can tell a binary rebuilt since.
 """
 
 import json
+import re
 
 from ..read import elf
 from .datafile import is_regular
@@ -31,13 +32,24 @@ def write_buildids(data, binaries):
         pass
 
 
+_BUILD_ID = re.compile(r"[0-9a-f]{2,128}\Z")
+
+
 def read_buildids(data):
-    """{path: {build-id}} from the file beside a recording, or {}."""
+    """{path: {build-id}} from the file beside a recording, or {} where
+    there is none or it is not what write_buildids writes (an object of
+    absolute paths to hex build-ids): a damaged file must not make the
+    report say a binary changed, or was not probed."""
     if not is_regular(buildids_path(data)):
         return {}
     try:
         with open(buildids_path(data)) as f:
             ids = json.load(f)
-        return {str(p): {str(b)} for p, b in ids.items()}
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, UnicodeDecodeError):
         return {}
+    if not isinstance(ids, dict) or not all(
+            isinstance(p, str) and p.startswith("/") and
+            isinstance(b, str) and _BUILD_ID.match(b)
+            for p, b in ids.items()):
+        return {}
+    return {p: {b} for p, b in ids.items()}
