@@ -381,6 +381,32 @@ class ResolveProgramTest(unittest.TestCase):
                 os.path.realpath(script)), [])
 
 
+class EnvironmentValuesTest(unittest.TestCase):
+    def test_fast_site_other_values_are_said(self):
+        import io
+        from allocsites_lib.record.recording import fast_site
+        for value, want, said in ((None, False, False), ("", False, False),
+                                  ("0", False, False), ("1", True, False),
+                                  ("yes", False, True), ("true", False, True)):
+            out = io.StringIO()
+            env = {} if value is None else {"ALLOCSITES_FAST_SITE": value}
+            self.assertEqual(fast_site(env, out), want, value)
+            self.assertEqual(bool(out.getvalue()), said, value)
+            if said:
+                self.assertEqual(out.getvalue(), "allocsites: warning: "
+                                 "ALLOCSITES_FAST_SITE=%s is neither 0 nor "
+                                 "1: every probe at the trap\n" % value)
+
+    def test_reader_other_values_are_said(self):
+        from allocsites_lib.read.reading import reader_value_warning
+        for value in (None, "", "native", "perf"):
+            env = {} if value is None else {"ALLOCSITES_READER": value}
+            self.assertIsNone(reader_value_warning(env), value)
+        self.assertEqual(reader_value_warning({"ALLOCSITES_READER": "prof"}),
+                         "allocsites: warning: ALLOCSITES_READER=prof is "
+                         "neither perf nor native: the native reader reads")
+
+
 class CheckOutputTest(unittest.TestCase):
     """-o never lets perf move away a file that is not a recording."""
 

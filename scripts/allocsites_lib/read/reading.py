@@ -50,6 +50,9 @@ def read_recording(data, report_args, new_tally, perf, entry_script,
     cpus = worker_sizing.cpu_count()
     before = worker_sizing.cpu_use()
     reader = choose_reader(entry_script)
+    warning = reader_value_warning()
+    if warning:
+        err.write(warning + "\n")
     header_damage = []
     scan = scan_recording(data, reader, read_errors, err, header_damage)
     if header_damage:
@@ -105,6 +108,17 @@ def choose_reader(entry_script):
     None for the workers."""
     return native.reader_path(entry_script) \
         if os.environ.get("ALLOCSITES_READER", "native") != "perf" else None
+
+
+def reader_value_warning(environ=os.environ):
+    """The warning for an ALLOCSITES_READER that is neither perf nor
+    native (a typo of the oracle's perf would read with the native
+    reader unsaid), or None."""
+    value = environ.get("ALLOCSITES_READER")
+    if value in (None, "", "native", "perf"):
+        return None
+    return ("allocsites: warning: ALLOCSITES_READER=%s is neither perf nor "
+            "native: the native reader reads" % value)
 
 
 def other_events_only(scan):

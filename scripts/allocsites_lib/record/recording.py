@@ -93,7 +93,7 @@ def record(opts, argv, out=sys.stderr):
             events.state = runstate.RunState()
             # opt-in: on 6.18 a child forked after a site was turned
             # into a call crashes there (docs/probes.md, "The probe site")
-            fast = os.environ.get("ALLOCSITES_FAST_SITE") == "1"
+            fast = fast_site(os.environ, out)
             allocs, plain = add_events(
                 events, tracefs, binaries, alloc_probe, opts, out,
                 fast_alloc=fast and unwind != "dwarf", fast_plain=fast)
@@ -143,6 +143,17 @@ def probe_targets(opts, argv, pid, alloc_probe):
         raise RecordError("%s has rt probes but no rt:%s: rebuild it with the "
                           "current include/rt_probes.h" % (name, alloc_probe))
     return prog, name, binaries
+
+
+def fast_site(environ, out):
+    """Whether ALLOCSITES_FAST_SITE=1 asks for the probes at the 5-byte
+    nop (docs/probes.md, "The probe site"); another value than 0 or 1
+    is said, not taken silently for 0."""
+    value = environ.get("ALLOCSITES_FAST_SITE")
+    if value not in (None, "", "0", "1"):
+        out.write("allocsites: warning: ALLOCSITES_FAST_SITE=%s is neither "
+                  "0 nor 1: every probe at the trap\n" % value)
+    return value == "1"
 
 
 def choose_unwind(opts, prog, binaries, alloc_probe, out):
