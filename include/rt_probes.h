@@ -353,7 +353,7 @@
  *    probe's semaphore by its address in the note, and the kernel counts
  *    in those 2 bytes); the wider words below are aliases over them.
  *
- * Layout (byte offsets in the 32-byte block, aligned to 8):
+ * Layout (byte offsets in the 32-byte block, which starts a page):
  *
  *      0 alloc        2 sample       4 exit         6 commit
  *      8 free        10 sample_free 12 release     14 decommit
@@ -409,9 +409,20 @@ extern volatile unsigned long long rt__phase_semaphores
     ".weak " sym "\n.hidden " sym "\n.type " sym ", @object\n"               \
     ".size " sym ", " #size "\n" sym ":\n"
 #define RT__SEM(name) RT__SEM_SYMBOL("rt_" name "_semaphore", 2) ".2byte 0\n"
+/* The block starts a page of its own. The kernel raises a semaphore in
+ * the first writable mapping, in address order, that maps its file
+ * offset; lld, with RELRO on as by default (Rust links with it), lays
+ * RELRO out as a writable segment whose last file page the next
+ * writable segment maps again. A semaphore in that page was raised in the RELRO
+ * copy and the probes never fired (docs/probes.md, "Semaphores defined
+ * in assembler"). RT__SEM_ALIGN is for the tests, which build that old
+ * layout on purpose. */
+#ifndef RT__SEM_ALIGN
+#define RT__SEM_ALIGN "4096"
+#endif
 __asm__(".ifndef rt__alloc_semaphores\n"
         ".pushsection .probes,\"awG\",@progbits,rt_probes_semaphores,comdat\n"
-        ".balign 8\n"
+        ".balign " RT__SEM_ALIGN "\n"
         RT__SEM_SYMBOL("rt__alloc_semaphores", 4)
         RT__SEM("alloc")
         RT__SEM("sample")

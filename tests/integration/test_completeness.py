@@ -30,6 +30,41 @@ def merged_truth(path):
 
 class EndToEndCount(ProfileTest):
 
+    def test_semaphores_raised_in_a_binary_linked_by_lld(self):
+        # lld with full RELRO maps the file page after RELRO twice, in two
+        # writable segments; the kernel raises a semaphore in the first
+        # that maps its file offset. With the semaphores in that page
+        # (before they had a page of their own) the probes never fired,
+        # and the end-to-end count, which counts fired probes, could not
+        # tell: an empty profile, or one without a program's first
+        # allocations, called complete.
+        report, truth, rec, rep = self.profile(program("t_basic_lld"),
+                                               ["300"])
+        self.assertMatchesTruth(report, truth)
+        count = sum(r["count"] for r in truth["records"])
+        self.assertEqual(report["check"]["received"]["alloc"], count)
+        self.assertIs(report["complete"], True, report["complete_reason"])
+
+    def test_semaphores_in_the_relro_page_are_said(self):
+        # the same program with the semaphores laid out as before
+        # (RT__SEM_ALIGN 8): record warns, and the report does not call
+        # the profile complete, whatever the count says
+        data = os.path.join(self.tmp, "run.data")
+        out = os.path.join(self.tmp, "r.json")
+        prog = program("t_basic_lld_shared_page")
+        rec = allocsites(["record", "-o", data, "--", prog, "30"],
+                         env={"TRUTH_FILE": os.devnull})
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        said = ("%s: the kernel raises its rt probes' semaphores in the "
+                "wrong mapping" % os.path.realpath(prog))
+        self.assertIn("allocsites: warning: " + said, rec.stderr)
+        rep = allocsites(["report", "-i", data, "--json", out])
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        with open(out) as f:
+            report = json.load(f)
+        self.assertIsNone(report["complete"])
+        self.assertIn(said, report["complete_reason"])
+
     def test_fired_equals_received_and_equals_truth(self):
         report, truth, rec, rep = self.profile(program("t_basic"), ["3000"])
         self.assertMatchesTruth(report, truth)

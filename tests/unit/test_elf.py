@@ -26,6 +26,55 @@ def stapsdt_desc(pc, base, sem, provider, name, args):
         s.encode() for s in (provider, name, args)) + b"\0"
 
 
+class SemaphoreMappingTest(unittest.TestCase):
+    """elf.raised_elsewhere: which writable mapping the kernel raises a
+    semaphore in, from the program headers alone (the layouts of
+    build/tests/t_basic_lld*, as readelf -l prints them)."""
+
+    class Image:
+        def __init__(self, writable, probes):
+            self.writable = writable
+            self.sections = {".probes": probes}
+
+    # lld, full RELRO: RW 0x7d40/0x9d40 filesz 0x310 (RELRO), then RW
+    # 0x8050/0xb050 filesz 0xfd0: file page 0x8000 is mapped by both
+    LLD = [(0x7d40, 0x9d40, 0x310), (0x8050, 0xb050, 0xfd0)]
+
+    def test_lld_relro_page(self):
+        old = self.Image(self.LLD, (0xb060, 0x8060, 0x20))
+        off = elf.semaphore_offset(old, 0xb060)
+        self.assertEqual(off, 0x8060)
+        self.assertTrue(elf.raised_elsewhere(old, off))
+        # the block on a page of its own: 0xc000, file offset 0x9000
+        new = self.Image(self.LLD[:1] + [(0x8050, 0xb050, 0x1fd0)],
+                         (0xc000, 0x9000, 0x20))
+        self.assertFalse(elf.raised_elsewhere(
+            new, elf.semaphore_offset(new, 0xc000)))
+
+    def test_one_writable_segment_and_no_probes_section(self):
+        bfd = self.Image([(0x2db0, 0x3db0, 0x298)], (0x4010, 0x3010, 0x20))
+        self.assertFalse(elf.raised_elsewhere(
+            bfd, elf.semaphore_offset(bfd, 0x4010)))
+        self.assertIsNone(elf.semaphore_offset(bfd, 0x9000))   # outside
+        self.assertIsNone(elf.semaphore_offset(bfd, 0))        # none
+        bare = self.Image([], None)
+        bare.sections = {}
+        self.assertIsNone(elf.semaphore_offset(bare, 0x4010))
+
+    def test_built_programs(self):
+        # the header's layout and the old one, linked by lld
+        build = os.environ.get("BUILD") or os.path.join(
+            os.path.dirname(__file__), "..", "..", "build")
+        from allocsites_lib.record.binaries import semaphores_raised_elsewhere
+        for name, want in (("t_basic_lld", False),
+                           ("t_basic_lld_shared_page", True),
+                           ("t_basic", False)):
+            path = os.path.join(build, "tests", name)
+            if not os.path.exists(path):
+                self.fail("%s is not built: run make all" % path)
+            self.assertEqual(semaphores_raised_elsewhere(path), want, name)
+
+
 class IterNotesTest(unittest.TestCase):
     def test_two_notes_with_padding(self):
         desc1 = bytes(range(20))

@@ -46,6 +46,15 @@ class VerdictTest(unittest.TestCase):
         self.assertIsNone(got.complete)
         self.assertTrue(got.reason.startswith("no rt:exit event"))
 
+    def test_no_exit_at_all_but_something_unseen(self):
+        # a file whose probes never fired sent no rt:exit either: the
+        # reason names the file, not only the missing rt:exit
+        line = "/p: the kernel raises its rt probes' semaphores elsewhere"
+        got = self.v({}, {}, unseen=[line])
+        self.assertIsNone(got.complete)
+        self.assertEqual(got.reason, line)
+        self.assertEqual(completeness.unseen(stuck=[line]), [line])
+
     def test_evidence_of_loss_wins_over_a_matching_count(self):
         for kw, reason in (({"lost": 3}, "perf lost 3 samples while recording"),
                            ({"malformed": 2}, "2 events could not be decoded"),

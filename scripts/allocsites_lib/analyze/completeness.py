@@ -132,6 +132,10 @@ def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
     if extra:
         return made(None, "%d more events than the program "
                     "counted (events after its exit handler?)" % extra)
+    if not fired and unseen:
+        # what could not be seen says more than the missing rt:exit that
+        # follows from it (a file whose probes never fired sent none)
+        return made(None, "; ".join(unseen))
     if not fired:
         why = ("no rt:exit event: the process was still running when the "
                "recording stopped" if still_running else
@@ -162,14 +166,16 @@ def unseen_running(running, fired):
     return unseen(running=[p for p in running if p not in fired])
 
 
-def unseen(running=(), unprobed=()):
+def unseen(running=(), unprobed=(), stuck=()):
     """The lines for verdict's unseen. running: pids of processes still
     running when the recording ended (perfdata.Scan.running; not when
     attached, where that is the point); unprobed: files with rt probes
     that ran code but were not probed (binaries.unprobed_code). Neither
     sent an rt:exit that the recording holds, so no count can say what
-    they allocated."""
-    lines = []
+    they allocated. stuck: the lines of files whose semaphores the kernel
+    raises elsewhere (binaries.stuck_semaphores_warning): their probes
+    may not have fired, and the count counts fired probes."""
+    lines = list(stuck)
     if running:
         shown = ", ".join(str(p) for p in running[:3])
         lines.append("process%s %s%s still running when the recording "

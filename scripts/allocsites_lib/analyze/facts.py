@@ -13,7 +13,8 @@ import collections
 
 from . import completeness
 from ..read import perfdata, perfrun
-from ..record.binaries import unprobed_code
+from ..record.binaries import (semaphores_raised_elsewhere,
+                               stuck_semaphores_warning, unprobed_code)
 
 Facts = collections.namedtuple(
     "Facts", "lost lost_reason build_ids attached tail_cut unwind unseen "
@@ -32,9 +33,13 @@ def recording_facts(data, scan, probed, perf="perf"):
     running = scan.running() if scan is not None else []
     # the processes still running are named by the verdict, which knows
     # which of them sent an rt:exit (not when attached: that is the point)
+    # the files record probed (FILE.buildids; a recording by hand has
+    # none, and is not checked for this)
     unseen = completeness.unseen(
         unprobed=unprobed_code(scan.code, probed)
-        if scan is not None and probed else ())
+        if scan is not None and probed else (),
+        stuck=[stuck_semaphores_warning(p) for p in sorted(probed)
+               if semaphores_raised_elsewhere(p)])
     return Facts(
         lost=lost, lost_reason=reason,
         build_ids=dict(scan.build_ids if scan is not None else {}, **probed),

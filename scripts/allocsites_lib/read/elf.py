@@ -20,6 +20,8 @@ ET_EXEC = 2
 ET_DYN = 3
 PT_LOAD = 1
 PT_INTERP = 3
+PF_W = 2
+PAGE = 4096
 NT_GNU_BUILD_ID = 3
 NT_STAPSDT = 3
 MACHINES = {62: "x86_64", 183: "aarch64"}   # e_machine values
@@ -36,12 +38,15 @@ class ElfFile:
              "<HHIQQQIHHHHHH", data, 16)
         self.machine = MACHINES.get(e_machine)   # "x86_64", or None
         self.segments = []
+        self.writable = []   # PT_LOAD with PF_W: (offset, vaddr, filesz)
         self.interpreter = None   # PT_INTERP: the dynamic loader's path
         for i in range(e_phnum):
-            (p_type, _, p_offset, p_vaddr, _, p_filesz, _, _) = \
+            (p_type, p_flags, p_offset, p_vaddr, _, p_filesz, _, _) = \
                 struct.unpack_from("<IIQQQQQQ", data, e_phoff + i * e_phentsize)
             if p_type == PT_LOAD:
                 self.segments.append((p_offset, p_vaddr, p_filesz))
+                if p_flags & PF_W:
+                    self.writable.append((p_offset, p_vaddr, p_filesz))
             elif p_type == PT_INTERP:
                 self.interpreter = data[p_offset:p_offset + p_filesz].split(
                     b"\0")[0].decode("latin-1") or None
@@ -144,6 +149,39 @@ def stapsdt_probes(elf, with_base=False):
         probes.append((provider, name, pc, semaphore, args, base)
                       if with_base else (provider, name, pc, semaphore, args))
     return probes
+
+
+def semaphore_offset(elf, semaphore):
+    """The file offset of a probe's semaphore (its link address), as perf
+    computes the kernel's ref_ctr_offset: through the .probes section."""
+    found = elf.sections.get(".probes")
+    if found is None or not semaphore:
+        return None
+    addr, offset, size = found
+    if not addr <= semaphore < addr + size:
+        return None
+    return semaphore - addr + offset
+
+
+def raised_elsewhere(elf, offset):
+    """Whether the kernel raises the semaphore at file offset `offset` in
+    another mapping than the one the program reads it from. The kernel
+    counts in the first writable mapping, in address order, whose pages
+    map that file offset (uprobes.c, valid_ref_ctr_vma); lld lays out
+    full RELRO as a writable segment whose last file page the next
+    writable segment maps again, so a semaphore in that page is raised
+    in the RELRO copy, and the probe never fires."""
+    own = first = None
+    for seg_offset, vaddr, filesz in sorted(elf.writable,
+                                            key=lambda s: s[1]):
+        lo = seg_offset - seg_offset % PAGE
+        end = vaddr + filesz
+        hi = lo + (end + (-end) % PAGE) - (vaddr - vaddr % PAGE)
+        if first is None and lo <= offset < hi:
+            first = (seg_offset, vaddr)
+        if own is None and seg_offset <= offset < seg_offset + filesz:
+            own = (seg_offset, vaddr)
+    return first is not None and own is not None and first != own
 
 
 def phase_names(elf):

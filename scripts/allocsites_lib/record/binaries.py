@@ -111,6 +111,30 @@ def probed_binaries(prog_path, extra_libs=(), libs=None):
     return found
 
 
+def semaphores_raised_elsewhere(path):
+    """Whether the kernel raises some rt probe's semaphore of the ELF file
+    at path in another mapping than the one its code reads (elf.
+    raised_elsewhere: lld's full RELRO layout, with a header from before
+    the semaphores had a page of their own): those probes stay off while
+    recorded, and the end-to-end count, which counts fired probes,
+    cannot tell."""
+    image = elf.open_elf(path)
+    if image is None:
+        return False
+    return any(elf.raised_elsewhere(image, elf.semaphore_offset(image, sem))
+               for provider, _, _, sem, _ in elf.stapsdt_probes(image)
+               if provider == "rt" and sem)
+
+
+def stuck_semaphores_warning(path):
+    """The one line said of such a file (record and report)."""
+    return ("%s: the kernel raises its rt probes' semaphores in the wrong "
+            "mapping (they share a file page with its RELRO segment, as "
+            "lld lays it out), so its probes may not fire while recorded, "
+            "and no count can tell: rebuild it with the current "
+            "include/rt_probes.h, or link it with -z norelro" % path)
+
+
 def unprobed_code(code, probed):
     """Files with rt probes that ran code during the recording (code: the
     paths of executable mappings, perfdata.Scan.code) but were not probed:

@@ -18,7 +18,9 @@ from . import (buildids, datafile, eventlock, perfcommand, prerequisites,
                probeevents, programenv, runstate, unwindchoice,
                writerpriority, writerwake)
 from .binaries import (is_script, probed_binaries, process_binaries,
-                       resolve_library, resolve_program, unprobed_code)
+                       resolve_library, resolve_program,
+                       semaphores_raised_elsewhere, stuck_semaphores_warning,
+                       unprobed_code)
 from .errors import RecordError
 from .tracefs import Tracefs, listed_events
 from ..words import human_bytes, lost_words
@@ -78,6 +80,10 @@ def record(opts, argv, out=sys.stderr):
     perf = prerequisites.find_perf()
     prerequisites.check_privileges()
     prog, name, binaries = probe_targets(opts, argv, pid, alloc_probe)
+    for path, _ in binaries:
+        if semaphores_raised_elsewhere(path):
+            out.write("allocsites: warning: %s\n"
+                      % stuck_semaphores_warning(path))
     unwind = choose_unwind(opts, prog, binaries, alloc_probe, out)
     moved = check_output_path(output)
     tracefs = Tracefs()
