@@ -13,8 +13,8 @@ import collections
 
 from . import completeness
 from ..read import perfdata, perfrun
-from ..record.binaries import (semaphores_raised_elsewhere,
-                               stuck_semaphores_warning, unprobed_code)
+from ..record.binaries import (semaphore_trouble, stuck_semaphores_warning,
+                               unprobed_code)
 
 Facts = collections.namedtuple(
     "Facts", "lost lost_reason build_ids attached tail_cut unwind unseen "
@@ -38,8 +38,8 @@ def recording_facts(data, scan, probed, perf="perf"):
     unseen = completeness.unseen(
         unprobed=unprobed_code(scan.code, probed)
         if scan is not None and probed else (),
-        stuck=[stuck_semaphores_warning(p) for p in sorted(probed)
-               if semaphores_raised_elsewhere(p)])
+        stuck=[stuck_semaphores_warning(p, why) for p, why in
+               ((p, semaphore_trouble(p)) for p in sorted(probed)) if why])
     return Facts(
         lost=lost, lost_reason=reason,
         build_ids=dict(scan.build_ids if scan is not None else {}, **probed),

@@ -111,28 +111,41 @@ def probed_binaries(prog_path, extra_libs=(), libs=None):
     return found
 
 
-def semaphores_raised_elsewhere(path):
-    """Whether the kernel raises some rt probe's semaphore of the ELF file
-    at path in another mapping than the one its code reads (elf.
-    raised_elsewhere: lld's full RELRO layout, with a header from before
-    the semaphores had a page of their own): those probes stay off while
+RELRO_PAGE = "they share a file page with its RELRO segment, as lld lays it out"
+OUTSIDE_PROBES = ("they lie outside its .probes section, from which perf "
+                  "computes where the kernel counts")
+
+
+def semaphore_trouble(path):
+    """Why the kernel does not raise the rt probes' semaphores of the ELF
+    file at path where its code reads them, or None: a semaphore in a
+    file page an earlier writable segment maps too (elf.raised_elsewhere:
+    lld's RELRO layout, with a header from before the semaphores had a
+    page of their own), or outside .probes. Those probes stay off while
     recorded, and the end-to-end count, which counts fired probes,
     cannot tell."""
     image = elf.open_elf(path)
     if image is None:
-        return False
-    return any(elf.raised_elsewhere(image, elf.semaphore_offset(image, sem))
-               for provider, _, _, sem, _ in elf.stapsdt_probes(image)
-               if provider == "rt" and sem)
+        return None
+    for provider, _, _, sem, _ in elf.stapsdt_probes(image):
+        if provider != "rt" or not sem:
+            continue
+        offset = elf.semaphore_offset(image, sem)
+        if offset is None:
+            return OUTSIDE_PROBES
+        if elf.raised_elsewhere(image, offset):
+            return RELRO_PAGE
+    return None
 
 
-def stuck_semaphores_warning(path):
+def stuck_semaphores_warning(path, why):
     """The one line said of such a file (record and report)."""
-    return ("%s: the kernel raises its rt probes' semaphores in the wrong "
-            "mapping (they share a file page with its RELRO segment, as "
-            "lld lays it out), so its probes may not fire while recorded, "
-            "and no count can tell: rebuild it with the current "
-            "include/rt_probes.h, or link it with -z norelro" % path)
+    return ("%s: the kernel does not raise its rt probes' semaphores where "
+            "the program reads them (%s), so its probes may not fire while "
+            "recorded, and no count can tell: rebuild it with the current "
+            "include/rt_probes.h%s" % (
+                path, why, ", or link it with -z norelro"
+                if why == RELRO_PAGE else ""))
 
 
 def unprobed_code(code, probed):

@@ -18,9 +18,8 @@ from . import (buildids, datafile, eventlock, perfcommand, prerequisites,
                probeevents, programenv, runstate, unwindchoice,
                writerpriority, writerwake)
 from .binaries import (is_script, probed_binaries, process_binaries,
-                       resolve_library, resolve_program,
-                       semaphores_raised_elsewhere, stuck_semaphores_warning,
-                       unprobed_code)
+                       resolve_library, resolve_program, semaphore_trouble,
+                       stuck_semaphores_warning, unprobed_code)
 from .errors import RecordError
 from .tracefs import Tracefs, listed_events
 from ..words import human_bytes, lost_words
@@ -81,9 +80,10 @@ def record(opts, argv, out=sys.stderr):
     prerequisites.check_privileges()
     prog, name, binaries = probe_targets(opts, argv, pid, alloc_probe)
     for path, _ in binaries:
-        if semaphores_raised_elsewhere(path):
+        why = semaphore_trouble(path)
+        if why:
             out.write("allocsites: warning: %s\n"
-                      % stuck_semaphores_warning(path))
+                      % stuck_semaphores_warning(path, why))
     unwind = choose_unwind(opts, prog, binaries, alloc_probe, out)
     moved = check_output_path(output)
     tracefs = Tracefs()
