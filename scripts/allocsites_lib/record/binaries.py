@@ -8,6 +8,7 @@ unprobed.
 import os
 import re
 import shutil
+import struct
 
 from ..read import elf
 from . import probedefs
@@ -127,7 +128,11 @@ def semaphore_trouble(path):
     image = elf.open_elf(path)
     if image is None:
         return None
-    for provider, _, _, sem, _ in elf.stapsdt_probes(image):
+    try:
+        probes = elf.stapsdt_probes(image)
+    except (struct.error, ValueError, IndexError):   # damaged notes
+        return None
+    for provider, _, _, sem, _ in probes:
         if provider != "rt" or not sem:
             continue
         offset = elf.semaphore_offset(image, sem)
