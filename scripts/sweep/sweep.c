@@ -60,8 +60,6 @@ struct sweep {
 	i64 peak_i, peak_t;
 	i64 un_n, reused, unmatched_phase_ends;
 	i128 un_b;
-	i64 last_time;
-	int has_time;
 	u64 nslots;
 	i64 *slot_runs;
 	i128 *left, *growth, *cgrowth, *phase_peak;
@@ -687,8 +685,6 @@ static void run(struct sweep *s, struct log *log, u64 stop)
 				s->times_first = 0;
 				s->times[0] = next_t = t;
 			}
-			s->last_time = t;
-			s->has_time = 1;
 			while (has_next && t > next_t) {
 				snapshot(s);
 				s->j++;
@@ -1138,12 +1134,11 @@ void sweep_log(struct log *log, i64 *times, u64 ntimes, int times_first,
 	{
 		/* R peak peak_i peak_t committed_peak committed_at_peak
 		 * committed_end unmatched_n unmatched_b reused
-		 * unmatched_phase_ends has_time last_time */
-		i128 v[12] = { s.peak, s.peak_i, s.peak_t, s.cpeak,
+		 * unmatched_phase_ends */
+		i128 v[10] = { s.peak, s.peak_i, s.peak_t, s.cpeak,
 			       s.cat_peak, s.committed_end, s.un_n, s.un_b,
-			       s.reused, s.unmatched_phase_ends, s.has_time,
-			       s.last_time };
-		put_line(out, "R", 12, v);
+			       s.reused, s.unmatched_phase_ends };
+		put_line(out, "R", 10, v);
 	}
 	fputs("end\n", out);
 }

@@ -1113,7 +1113,7 @@ class NativeSweep(unittest.TestCase):
         # one line, as is reading its events
         log = log_of([("alloc", 1, 1, 1, 16, 8, 8, A),
                       ("free", 2, 1, 1, 16, 8, 8, None)], spill_every=1)
-        log.answered = ["plan 0 0 1", "R 8 0 1 0 0 0 0 0 0 0 1 2", "P 0 0",
+        log.answered = ["plan 0 0 1", "R 8 0 1 0 0 0 0 0 0 0", "P 0 0",
                         "end"]
         with self.assertRaisesRegex(nativesweep.SweepError,
                                     "swept by the reader"):

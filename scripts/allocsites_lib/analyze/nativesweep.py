@@ -180,7 +180,7 @@ def _parse(lines, nkeys, npoints, sampled):
              main.growth[slot], main.cgrowth[slot]) = \
                 (int(x) for x in f[2:7])
         elif tag == "R":
-            v = [int(x) for x in f[1:13]]
+            v = [int(x) for x in f[1:11]]
             main.peak, main.peak_i = v[0], v[1]
             main.peak_t = v[2] if v[1] >= 0 else None
             main.committed_peak, main.committed_at_peak = v[3], v[4]
