@@ -71,7 +71,9 @@ def shared_libraries(path):
     times (30-40 ms); `LOADER --list PROG` is the one run that lists, so
     that is used when the program names a loader that exists."""
     image = elf.open_elf(path)
-    loader = image.interpreter if image is not None else None
+    if image is None:   # a script (resolve_program, with --lib) links nothing
+        return []
+    loader = image.interpreter
     if loader and os.access(loader, os.X_OK):
         proc = run([loader, "--list", path])
         if proc.returncode == 0:
@@ -102,9 +104,8 @@ def probed_binaries(prog_path, extra_libs=(), libs=None):
     """[(path, {probe names})] for the program and its libraries that
     carry rt probes (libs: the libraries, when not ldd's)."""
     found = []
-    if libs is None:   # a script (resolve_program) links nothing
-        libs = shared_libraries(prog_path) \
-            if elf.open_elf(prog_path) is not None else []
+    if libs is None:
+        libs = shared_libraries(prog_path)
     for path in [prog_path] + list(libs) + list(extra_libs):
         names = rt_probe_names(path) & set(PROBE_EVENTS)
         if names and path not in [p for p, _ in found]:
