@@ -4,7 +4,8 @@
  *   STRING     u32 id, the bytes (no NUL)
  *   FRAME      a raw frame (the report's RawFrame): u32 id, u32 dso
  *              string, u32 symbol string (0: none), u32 has_addr,
- *              u64 addr, u64 off, u64 ip (0 where has_addr)
+ *              u64 addr, u64 off (0 without a symbol), u64 ip (0 where
+ *              has_addr)
  *   STACK      a raw stack: u32 id, u32 n, u32 raw frame ids, leaf
  *              first
  *   PROGRESS   u64 events read so far (now and then, for the progress
@@ -255,7 +256,12 @@ static const struct frament *frame_id(struct emitter *e, struct proc *p,
 	u64 addr = 0, off = 0;
 	const char *sym = NULL;
 	u32 has_addr = 0;
-	if (m && symbolize_pc(p, pc, m, &addr, &sym, &off) == 0 && sym)
+	/* In a file we can read, a pc without a symbol still has its
+	 * address in the file (perf's convention, as a symbol's): named by
+	 * it, the frame is the same in every run and every process (the
+	 * run-time pc moves with ASLR), and its lines can be asked for.
+	 * Only a pc in no readable file is named by the pc itself. */
+	if (m && symbolize_pc(p, pc, m, &addr, &sym, &off) == 0)
 		has_addr = 1;
 	/* a mapping without a path is perf's "[unknown]" (parse.raw_frames
 	 * takes an empty dso so) */

@@ -119,12 +119,14 @@ static void text_event(struct ctx *c, const struct sample *s, int n,
 		const struct map *m = proc_map_at(p, c->pcs[i]);
 		u64 addr = 0, off = 0;
 		const char *sym = NULL;
-		if (m)
-			symbolize_pc(p, c->pcs[i], m, &addr, &sym, &off);
-		printf("\t%llx %s+0x%llx (%s @%#llx)\n",
+		/* @0x...: the address in the file (a symbol's or not, as
+		 * emit.c names the frame); @0: in no file it could read */
+		int in_file = m && symbolize_pc(p, c->pcs[i], m, &addr, &sym,
+						 &off) == 0;
+		printf("\t%llx %s+0x%llx (%s @%s%llx)\n",
 		       (unsigned long long)c->pcs[i], sym ? sym : "[unknown]",
 		       (unsigned long long)off, m ? m->path : "[unknown]",
-		       (unsigned long long)addr);
+		       in_file ? "0x" : "", (unsigned long long)addr);
 	}
 }
 

@@ -67,7 +67,7 @@ def _str(b):
 
 def parse_text(out):
     """allocsites-read --text's output -> [(pid, tid, time, event name,
-    [(field, value)], [(pc, sym or None, off, path, addr)])]."""
+    [(field, value)], [(pc, sym or None, off, path, addr or None)])]."""
     events = []
     for line in out.split(b"\n"):
         if not line:
@@ -78,8 +78,10 @@ def parse_text(out):
                 raise ValueError("a frame line not read: %r" % line)
             pc, sym, off, path, addr = m.groups()
             sym = None if sym == b"[unknown]" else _str(sym)
+            # "@0": a pc in no file the reader could read
             events[-1][5].append((int(pc, 16), sym, int(off, 16),
-                                  _str(path), int(addr, 16)))
+                                  _str(path),
+                                  None if addr == b"0" else int(addr, 16)))
             continue
         m = _EVENT.match(line)
         if m is None:
@@ -132,8 +134,29 @@ def read_events(events):
         # did before tally.c, and a hostile file can put equal ips in
         # two address spaces: so every chain is converted afresh
         reader._chains.clear()
-        out.append(reader.read(name.replace(":", "__"), f, None))
+        out.append(in_files(reader.read(name.replace(":", "__"), f, None),
+                            frames))
     return out
+
+
+def in_files(value, frames):
+    """read_events's value with the reader's convention for a frame
+    without a symbol in a file it read (emit.c, native.frame): named by
+    its address in the file, which perf's entry has no field for."""
+    if value is None or not isinstance(value[6], tuple):
+        return value
+    user = [f for f in frames if f[0] < parse._USER_IP_LIMIT]
+    raws = value[6]
+    assert len(user) == len(raws), (user, raws)
+    fixed = tuple(
+        parse.RawFrame(r.dso, addr, None, None, None)
+        if r.addr is None and addr is not None else r
+        for r, (_, _, _, _, addr) in zip(raws, user))
+    if fixed == tuple(raws):
+        return value
+    if isinstance(raws, parse.GuestFrames):
+        fixed = parse.GuestFrames(fixed, raws.guest)
+    return value[:6] + (fixed,) + value[7:]
 
 
 def oracle(values, min_size):

@@ -241,6 +241,32 @@ class SymbolizerFakeTest(unittest.TestCase):
         self.assertEqual(self.sym.warnings,
                          ["no symbols for %s: frames shown as addresses" % LIB])
 
+    def test_no_symbol_warning_only_for_a_dso_without_any(self):
+        # a symbol-less pc in a file that has symbols (a trampoline, the
+        # byte before a function) is not the file's lack of symbols,
+        # whichever batch (prefetch, resolve) met which frame first
+        self.sym.resolve([RawFrame(LIB, None, None, None, 0x7f00)])
+        self.assertEqual(len(self.sym.warnings), 1)
+        self.answer(APP, 0x1000, ("main", "/src/m.c", 3))
+        self.sym.resolve([raw(0x1000, "main", 0)])
+        self.sym.resolve([RawFrame(APP, None, None, None, 0x7f01)])
+        self.assertEqual(self.sym.warnings,
+                         ["no symbols for %s: frames shown as addresses" % LIB])
+
+    def test_no_symbol_in_an_et_exec_file_named_by_its_link_address(self):
+        # the reader sends a symbol-less pc in a file as its address in
+        # perf's convention (a file offset for ET_EXEC): shown as the
+        # address objdump and addr2line -e take
+        exe = FakeElf(e_type=2, segments=[(0, 0x400000, 0x528),
+                                          (0x1000, 0x401000, 0x1d1)])
+        sym = Symbolizer(FakeAddr2line({}), fake_open_elf({APP: exe}))
+        r = RawFrame(APP, 0x10a0, None, None, None)
+        self.assertEqual(sym.frames(r)[0].function, "%s+0x4010a0"
+                         % os.path.basename(APP))
+        self.assertEqual(sym.warnings, [
+            "no debug line info in %s: frames shown as function+offset"
+            % APP])
+
     def test_no_symbol_warning_once_per_dso(self):
         self.sym.resolve([RawFrame(LIB, None, None, None, ip) for ip in (1, 2, 3)])
         self.sym.resolve([RawFrame(LIB, None, None, None, 4)])

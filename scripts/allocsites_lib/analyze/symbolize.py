@@ -11,9 +11,14 @@ the life of the Symbolizer. File names are printed as DWARF records them
 A frame that cannot be resolved degrades, never raises:
   - no debug line info: function = "symbol+0xoffset" (one per call
     instruction, so distinct call sites stay distinct), file = the DSO;
-  - no symbol at all:   function = "[unknown] <dso basename>+0x<ip>" with
+  - no symbol there:    function = "<dso basename>+0x<address>", its
+    link-time address (what objdump and addr2line -e DSO take), when the
+    reader could read the file; file = the DSO;
+  - not in a file read: function = "[unknown] <dso basename>+0x<ip>" with
     the run-time address (differs between runs: ASLR), file = the DSO.
-Each degraded DSO is named once in `warnings`.
+Each degraded DSO is named once in `warnings`; "no symbols" only for a
+DSO none of whose frames has one (a symbol-less stretch of a file that
+has symbols, a trampoline or a gap, is not the file's lack).
 """
 
 import collections
@@ -134,18 +139,27 @@ class Symbolizer:
         self._answers = {}
         self._asked = {}
         self._no_addr2line = False
-        self.warnings = []
+        self._messages = []    # (key, message), in the order warned
         self._warned = set()
+        self._named = set()    # DSOs with a frame that has a symbol
+
+    @property
+    def warnings(self):
+        """The warnings so far, in order; "no symbols for DSO" only while
+        no frame of DSO has had one."""
+        return [m for k, m in self._messages
+                if not (k[0] == "nosym" and k[1] in self._named)]
 
     def elf(self, dso):
         if dso not in self._elves:
             self._elves[dso] = self._open_elf(dso)
         return self._elves[dso]
 
-    def _warn(self, key, message):
+    def warn(self, key, message):
+        """Adds message to warnings, once per key."""
         if key not in self._warned:
             self._warned.add(key)
-            self.warnings.append(message)
+            self._messages.append((key, message))
 
     def resolve(self, raw_frames):
         """Resolve every RawFrame not yet cached (one addr2line per DSO)."""
@@ -155,20 +169,22 @@ class Symbolizer:
                 continue
             if raw.addr is None:
                 self._cache[raw] = (self._fallback(raw),)
-                self._warn(("nosym", raw.dso), "no symbols for %s: frames "
+                self.warn(("nosym", raw.dso), "no symbols for %s: frames "
                            "shown as addresses" % raw.dso)
                 continue
+            if raw.sym:
+                self._named.add(raw.dso)
             todo[raw.dso].add(raw)
         asked = self._ask_all(todo)
         for dso, raws in todo.items():
             image, link, found = asked[dso]
             answers = {}
             if image is None:
-                self._warn(("noelf", dso), "cannot read %s: frames shown as "
+                self.warn(("noelf", dso), "cannot read %s: frames shown as "
                            "function+offset" % dso)
             else:
                 if found is None:
-                    self._warn(("noaddr2line",), "addr2line is not "
+                    self.warn(("noaddr2line",), "addr2line is not "
                                "installed (Debian: binutils): frames shown "
                                "as function+offset")
                 answers = {raw: (found or {}).get(link[raw]) for raw in raws}
@@ -177,13 +193,13 @@ class Symbolizer:
                 frames = self._frames(raw, answers.get(raw))
                 if frames is None:
                     unresolved += 1
-                    frames = (self._fallback(raw),)
+                    frames = (self._fallback(raw, link.get(raw)),)
                 self._cache[raw] = frames
             # Some frames never have lines (_start, asm): warn only when a
             # DSO has none at all, i.e. no debug info.
             if image is not None and unresolved == len(raws) and \
                     found is not None:
-                self._warn(("nodebug", dso), "no debug line info in %s: "
+                self.warn(("nodebug", dso), "no debug line info in %s: "
                            "frames shown as function+offset" % dso)
 
     def _ask_all(self, todo):
@@ -302,7 +318,9 @@ class Symbolizer:
         return tuple(out)
 
     @staticmethod
-    def _fallback(raw):
+    def _fallback(raw, link=None):
+        """The frame of raw without an answer from its lines; link: its
+        link-time address, where the file was read."""
         if raw.addr is None:
             return Frame("[unknown] %s+0x%x" % (os.path.basename(raw.dso),
                                                 raw.ip or 0),
@@ -310,7 +328,8 @@ class Symbolizer:
         if raw.sym:
             return Frame("%s+0x%x" % (raw.sym, raw.off or 0), raw.dso, 0,
                          raw.dso, False)
-        return Frame("%s+0x%x" % (os.path.basename(raw.dso), raw.addr),
+        return Frame("%s+0x%x" % (os.path.basename(raw.dso),
+                                  raw.addr if link is None else link),
                      raw.dso, 0, raw.dso, False)
 
 

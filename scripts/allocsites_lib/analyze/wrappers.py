@@ -37,7 +37,8 @@ def declared_patterns(tally, symbolizer, section, macro):
             try:
                 re.compile(regex)
             except re.error:
-                symbolizer.warnings.append(
+                symbolizer.warn(
+                    ("badregex", macro, regex, dso),
                     "%s(%r) in %s is not a valid regular expression: "
                     "ignored" % (macro, regex, dso))
                 continue

@@ -135,11 +135,14 @@ class Stream:
 
     def frame(self, payload):
         """A raw frame: parse.raw_frames's RawFrame of perf's entry
-        (addr: perf's sym.start + sym_off; the ip only without one)."""
+        (addr: perf's sym.start + sym_off; a pc without a symbol in a
+        file the reader could read has its address in the file, and no
+        sym; only a pc in no file has the ip alone)."""
         fid, dso, sym, has_addr, addr, off, ip = FRAME.unpack(payload)
         dso = self.strings[dso]
         raw = self.frames[fid] = parse.RawFrame(
-            dso, addr, self.strings[sym], off, None) if has_addr else \
+            dso, addr, self.strings[sym], off if sym else None,
+            None) if has_addr else \
             parse.RawFrame(dso, None, None, None, ip)
         if self.on_frames is not None:
             self._fresh.append(raw)
