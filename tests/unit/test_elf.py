@@ -425,6 +425,85 @@ class RealElfTest(unittest.TestCase):
             with self.subTest(size=size):
                 self.assertIsNone(elf.open_elf(path))
 
+    def test_file_read_where_sliced_equals_bytes(self):
+        # the same facts from the file (FileBytes) as from its bytes
+        with open(self.pie.path, "rb") as f:
+            data = f.read()
+        from_file = elf.open_elf(self.pie.path)
+        self.assertIsInstance(from_file.data, elf.FileBytes)
+        from_bytes = elf.ElfFile(data)
+        for attr in ("e_type", "machine", "segments", "writable",
+                     "interpreter", "sections"):
+            self.assertEqual(getattr(from_file, attr),
+                             getattr(from_bytes, attr), attr)
+        for name in from_bytes.sections:
+            self.assertEqual(from_file.section(name),
+                             from_bytes.section(name), name)
+        self.assertEqual(elf.frame_pointer_functions(from_file),
+                         elf.frame_pointer_functions(from_bytes))
+        self.assertEqual(elf.stapsdt_probes(from_file),
+                         elf.stapsdt_probes(from_bytes))
+
+    def test_a_huge_binary_is_not_read_whole(self):
+        # 4 GiB of (sparse) debug info after the program: opening it and
+        # reading its probes, build-id and tags takes its headers and
+        # those sections, not 4 GiB (open_elf read whole files once:
+        # 1.7 GB of memory for a report on an 800 MB binary)
+        import tracemalloc
+        path = os.path.join(self.pie.dir, "huge")
+        with open(self.pie.path, "rb") as f, open(path, "wb") as out:
+            out.write(f.read())
+        os.truncate(path, 4 << 30)
+        tracemalloc.start()
+        try:
+            image = elf.open_elf(path)
+            self.assertEqual(elf.build_id(image),
+                             elf.build_id(elf.open_elf(self.pie.path)))
+            self.assertTrue(elf.stapsdt_probes(image))
+            elf.tag_names(image)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            os.unlink(path)
+        self.assertLess(peak, 1 << 20)
+
+
+class FileBytesTest(unittest.TestCase):
+    """FileBytes slices as bytes do, the file read where sliced."""
+
+    def setUp(self):
+        fd, self.path = tempfile.mkstemp()
+        os.write(fd, bytes(range(200)))
+        os.close(fd)
+        self.addCleanup(os.unlink, self.path)
+        self.data = bytes(range(200))
+        self.fb = elf.FileBytes(os.open(self.path, os.O_RDONLY), 200)
+        self.addCleanup(self.fb.close)
+
+    def test_slices_and_indexes_as_bytes(self):
+        for key in (slice(0, 10), slice(190, 300), slice(300, 400),
+                    slice(-5, None), slice(None, 3), slice(50, 40),
+                    slice(None)):
+            self.assertEqual(self.fb[key], self.data[key], key)
+        self.assertEqual(len(self.fb), 200)
+        self.assertEqual(self.fb[7], 7)
+        self.assertEqual(self.fb[-1], 199)
+        with self.assertRaises(IndexError):
+            self.fb[200]
+
+    def test_a_file_that_shrank_gives_short_slices(self):
+        os.truncate(self.path, 100)
+        self.assertEqual(self.fb[90:110], self.data[90:100])
+        self.assertEqual(self.fb[150:160], b"")
+        with self.assertRaises(IndexError):
+            self.fb[150]
+
+    def test_closed_reads_nothing(self):
+        fb = elf.FileBytes(os.open(self.path, os.O_RDONLY), 200)
+        fb.close()
+        fb.close()
+        self.assertEqual(fb[0:10], b"")
+
 
 if __name__ == "__main__":
     unittest.main()
