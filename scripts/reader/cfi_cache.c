@@ -118,7 +118,7 @@ static void make_rule(Dwfl *dwfl, u64 pc, struct rule *r)
 	r->kind = R_FALLBACK;
 	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
 	if (!mod) {
-		r->kind = R_END;   /* libdw stops there too */
+		r->kind = R_END;   /* as unwind.c's frame_cb stops libdw */
 		return;
 	}
 	Dwarf_Addr bias;

@@ -184,8 +184,13 @@ static void on_mmap(struct ctx *c, const u8 *rec, u32 size, u32 path_at,
 			"past the address space");
 		return;
 	}
-	if (proc_mmap(le32(rec + 8), start, len, le64(rec + 32),
-		      (const char *)rec + path_at))
+	const char *path = (const char *)rec + path_at;
+	char jit[40];
+	if (perfmap_anon(path)) {   /* JIT code: named as perf names it */
+		perfmap_renamed(le32(rec + 8), jit, sizeof(jit));
+		path = jit;
+	}
+	if (proc_mmap(le32(rec + 8), start, len, le64(rec + 32), path))
 		damaged(c, at, "a mapping past the reader's limits (too "
 			"many mappings, or out of memory)");
 }

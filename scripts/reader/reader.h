@@ -243,6 +243,15 @@ int cfi_unwind(struct cfi_cache *c, struct Dwfl *dwfl,
 	       u64 *pcs, int max);
 extern u64 unwind_fast, unwind_slow, unwind_mismatch;
 
+/* JIT code's names (perfmap.c): whether a mapping's path is memory
+ * without a file, which perf names /tmp/perf-PID.map (perfmap_renamed
+ * writes that name); whether a path is such a name; the symbol of pc in
+ * it (1) or none (0). */
+int perfmap_anon(const char *path);
+void perfmap_renamed(u32 pid, char *buf, size_t n);
+int perfmap_is_path(const char *path);
+int perfmap_lookup(const char *path, u64 pc, const char **name, u64 *start);
+
 /* perf's (addr, symbol, offset) of a pc in a map. */
 int symbolize_pc(struct proc *p, u64 pc, const struct map *m, u64 *addr,
 		 const char **sym, u64 *off);

@@ -376,6 +376,15 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	if (!activation)
 		pc--;
 	u->pcs[u->n++] = pc;
+	/* A pc in no module (JIT code in anonymous memory) is the last
+	 * frame. libdw would go on with its frame-pointer fallback
+	 * (ebl_unwind), right where the JIT keeps frame pointers and
+	 * garbage where it does not; perf 6.1's unwinder stops there, and
+	 * so does the table (cfi_cache.c), which unwinds most samples: the
+	 * first sample of a process, unwound here, went deeper than the
+	 * rest of the same stacks. */
+	if (u->n > 1 && !dwfl_addrmodule(u->dwfl, pc))
+		return DWARF_CB_ABORT;
 	return u->n >= u->max ? DWARF_CB_ABORT : DWARF_CB_OK;
 }
 
@@ -472,6 +481,15 @@ int symbolize_pc(struct proc *p, u64 pc, const struct map *m, u64 *addr,
 {
 	*sym = NULL;
 	*off = 0;
+	if (perfmap_is_path(m->path)) {
+		/* JIT code: its run-time address, as perf's map of it is
+		 * the identity */
+		u64 start;
+		*addr = pc;
+		if (perfmap_lookup(m->path, pc, sym, &start))
+			*off = pc - start;
+		return 0;
+	}
 	const struct elfinfo *e = elfinfo(m->path);
 	if (!e->ok)
 		return -1;

@@ -37,6 +37,7 @@ The AHEAD cases (what perf 6.1 cannot do and the native reader can):
 """
 
 import collections
+import glob
 import os
 import re
 import shutil
@@ -129,6 +130,10 @@ CORPUS = [
     # compare_sample): native_expect checks that it is
     P("edge_gcc_O2", expect=EDGE, native_expect=("__restore_rt",)),
     P("edge_clang_O0", expect=EDGE, native_expect=("__restore_rt",)),
+    # JIT code: both stop at it; the thunk /tmp/perf-PID.map names is
+    # named alike, the other is [unknown] in both
+    P("jit", expect=("take", r"jit_thunk \[lua\]"),
+      native_expect=("take", r"jit_thunk \[lua\]")),
     P("cxx_gxx_O0", expect=CXX),
     P("cxx_gxx_O3", expect=CXX),
     P("cxx_clangxx_O2", expect=CXX),
@@ -143,7 +148,8 @@ CORPUS = [
 
 ALLOC_EVENT = re.compile(r"sdt_rt:alloc(_\d+)?$")
 NATIVE_HEADER = re.compile(r"(\d+)/(\d+) (\d+\.\d{9}) (\S+): ")
-NATIVE_FRAME = re.compile(r"\t([0-9a-f]+) (.*) \((.*) @0x([0-9a-f]+)\)$")
+# "@0": a pc in no file the reader could read (JIT code: //anon)
+NATIVE_FRAME = re.compile(r"\t([0-9a-f]+) (.*) \((.*) @(?:0x([0-9a-f]+)|0)\)$")
 PERF_HEADER = re.compile(r"\s*(\d+)/(\d+)\s+(\d+\.\d{9}):\s+(\S+):")
 PERF_FRAME = re.compile(r"\t\s*([0-9a-f]+) (.*) \((.*)\)$")
 
@@ -173,8 +179,9 @@ def parse_native(text):
                 raise AssertionError("native: cannot parse frame %r" % line)
             name, off = split_sym(m.group(2))
             cur.frames.append(Frame(int(m.group(1), 16),
-                                    int(m.group(4), 16), (name, off),
-                                    m.group(3)))
+                                    int(m.group(4), 16)
+                                    if m.group(4) is not None else None,
+                                    (name, off), m.group(3)))
             continue
         m = NATIVE_HEADER.match(line)
         if not m:
@@ -217,7 +224,8 @@ def frame_text(f):
     name, off = f.sym
     sym = name if off is None else "%s+%#x" % (name, off)
     pc = "" if f.pc is None else "%x " % f.pc
-    return "%s@%#x %s (%s)" % (pc, f.off, sym, os.path.basename(f.dso))
+    where = "@-" if f.off is None else "@%#x" % f.off
+    return "%s%s %s (%s)" % (pc, where, sym, os.path.basename(f.dso))
 
 
 # perf ends a stack whose copy ran out with a frame at pc -1 in no file:
@@ -412,6 +420,14 @@ class Differential(ProfileTest):
         # recordings of this checkout's other programs come and go.
         self.ours = (CORPUS_DIR, self.tmp)
         self.events_before = rt_events(self.ours)
+        # perf maps a JIT program writes (/tmp/perf-PID.map), removed
+        # when the test ends: not ours if they were there before
+        maps_before = set(glob.glob("/tmp/perf-*.map"))
+
+        def remove_maps():
+            for path in set(glob.glob("/tmp/perf-*.map")) - maps_before:
+                os.unlink(path)
+        self.addCleanup(remove_maps)
         if not os.path.exists(READER):
             self.fail("%s is not built: run make all" % READER)
 
@@ -492,6 +508,51 @@ class Differential(ProfileTest):
             universal_newlines=True)
         self.assertEqual(perf.returncode, 0, perf.stderr)
         return parse_perf(perf.stdout), parse_native(native.stdout)
+
+    def test_jit_map_forms(self):
+        """The jit program's /tmp/perf-PID.map rewritten in other forms
+        (0x prefixes, lines that are not entries, a size of 0, one entry
+        over both thunks, no file): perf script and the native reader
+        name the thunks alike, and as the map says."""
+        data = self.record(P("jit", record_args=[]))
+        _, native = self.both_sides(data)
+        pid = native[0].key[0]
+        path = "/tmp/perf-%d.map" % pid
+        self.assertTrue(os.path.exists(path), path)
+        # the thunks' pcs, one before each return address: start + 5
+        first = {s.frames[2].pc for s in native[:150]}
+        second = {s.frames[2].pc for s in native[150:]}
+        self.assertEqual(len(first), 1)
+        self.assertEqual(len(second), 1)
+        m, n = first.pop() - 5, second.pop() - 5
+        self.assertEqual(n, m + 64)
+        forms = [
+            ("%x 8 alpha\n%x 8 beta gamma\n" % (m, n),
+             "alpha", "beta gamma"),
+            ("0x%x 0x8 alpha\ngarbage line\n\n%x 0 zero\n" % (m, n),
+             "alpha", "[unknown]"),
+            ("%x 100 outer\n" % m, "outer", "outer"),
+            (None, "[unknown]", "[unknown]"),
+        ]
+        for text, want_first, want_second in forms:
+            with self.subTest(map=text):
+                if text is None:
+                    os.unlink(path)
+                else:
+                    with open(path, "w") as f:
+                        f.write(text)
+                perf, native = self.both_sides(data)
+                self.assertEqual(len(perf), len(native))
+                notes = collections.Counter()
+                for i, (p, q) in enumerate(zip(perf, native)):
+                    diff, _ = compare_sample(p, q, None, notes)
+                    if diff is not None:
+                        self.fail(render_diff(i, p, q, *diff))
+                names = [({s.frames[2].sym[0] for s in side[:150]},
+                          {s.frames[2].sym[0] for s in side[150:]})
+                         for side in (perf, native)]
+                want = ({want_first}, {want_second})
+                self.assertEqual(names, [want, want])
 
     def check_program(self, prog):
         path = prog.argv[0]

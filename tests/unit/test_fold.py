@@ -249,6 +249,16 @@ class FoldSkipTest(unittest.TestCase):
         # rt_alloc is not a root: the stack was cut short.
         self.assertEqual(result.truncated, 1)
 
+    def test_stacks_ending_in_jit_code_counted_apart(self):
+        jit = fr("jit_thunk [lua]+0x5", 0, "/tmp/perf-42.map",
+                 dso="/tmp/perf-42.map")
+        lib = fr("helper+0x10", 0, "/usr/lib/libx.so", dso="/usr/lib/libx.so")
+        result = self.fold([alloc(self.w.stack(PROBE, PARSE, jit), 8),
+                            alloc(self.w.stack(PROBE, PARSE, jit), 8),
+                            alloc(self.w.stack(PROBE, PARSE, lib), 8),
+                            alloc(self.w.stack(PROBE, PARSE, MAIN, START), 8)])
+        self.assertEqual((result.truncated, result.truncated_at_jit), (3, 2))
+
     def test_no_callchain_is_no_caller_not_truncated(self):
         result = self.fold([alloc([], 8), alloc([], 2)])
         self.assertEqual([(s.frame, s.count, s.bytes) for s in result.sites],

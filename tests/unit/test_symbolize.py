@@ -267,6 +267,27 @@ class SymbolizerFakeTest(unittest.TestCase):
             "no debug line info in %s: frames shown as function+offset"
             % APP])
 
+    def test_jit_frames_named_from_perf_map_without_elf_or_lines(self):
+        jit = "/tmp/perf-4242.map"
+        named = RawFrame(jit, 0x7f0000001005, "jit_thunk [lua]", 5, None)
+        self.assertEqual(self.sym.frames(named), (Frame(
+            "jit_thunk [lua]+0x5", jit, 0, jit, False),))
+        # unnamed: the run-time address, alike from the native reader
+        # (addr) and perf script (ip)
+        for r in (RawFrame(jit, 0x7f0000002005, None, None, None),
+                  RawFrame(jit, None, None, None, 0x7f0000002005)):
+            self.assertEqual(self.sym.frames(r)[0].function,
+                             "[unknown] perf-4242.map+0x7f0000002005")
+        self.assertEqual(self.a2l.calls, [])
+        self.assertEqual(self.sym.warnings, [])   # one frame was named
+
+    def test_jit_map_naming_nothing_is_said(self):
+        jit = "/tmp/perf-4242.map"
+        self.sym.resolve([RawFrame(jit, None, None, None, 0x7f05)])
+        self.assertEqual(self.sym.warnings, [
+            "no names for JIT code: %s is missing or names none of its "
+            "addresses; frames shown as addresses" % jit])
+
     def test_no_symbol_warning_once_per_dso(self):
         self.sym.resolve([RawFrame(LIB, None, None, None, ip) for ip in (1, 2, 3)])
         self.sym.resolve([RawFrame(LIB, None, None, None, 4)])

@@ -257,26 +257,34 @@ def _more_warnings(tally, opts, names, tags, mode, result, unwind, data,
         warnings.append("%d allocations have no call chain: record with "
                         "--unwind dwarf (the default) or --unwind fp"
                         % tally.no_callchain)
-    if result.truncated and unwind == "fp":
+    at_jit = result.truncated_at_jit
+    if at_jit:
+        warnings.append("%d allocations have stacks that end in JIT code "
+                        "(/tmp/perf-PID.map): there is no CFI to unwind "
+                        "it, and perf's unwinding stops there too; the "
+                        "frames from the allocator to the JIT code are "
+                        "complete" % at_jit)
+    cut = result.truncated - at_jit
+    if cut and unwind == "fp":
         warnings.append("%d allocations have stacks cut short (not reaching "
                         "main/_start): the kernel's frame-pointer walk stops "
                         "at a function built without frame pointers; record "
-                        "with --unwind dwarf" % result.truncated)
-    elif result.truncated and gone:
+                        "with --unwind dwarf" % cut)
+    elif cut and gone:
         # not the stack copy's size: a stack is not unwound past a frame
         # in a file that is gone (no CFI to read)
         warnings.append("%d allocations have stacks cut short (not reaching "
                         "main/_start): %s %s gone since the recording, and "
                         "a stack is not unwound past a frame in a file "
                         "that is not there; report while %s in place"
-                        % (result.truncated, ", ".join(gone),
+                        % (cut, ", ".join(gone),
                            "is" if len(gone) == 1 else "are",
                            "it is" if len(gone) == 1 else "they are"))
-    elif result.truncated:
+    elif cut:
         warnings.append("%d allocations have stacks cut short (not reaching "
                         "main/_start): raise --stack-size (8192 by default; "
                         "16384 reaches main for 99%% of a Lua interpreter's "
-                        "stacks)" % result.truncated)
+                        "stacks)" % cut)
     for dso in stale_binaries(tally.dsos(), data, build_ids):
         warnings.append("%s changed after the recording: its frames may be "
                         "wrong; record again" % dso)

@@ -92,8 +92,11 @@ Stack = collections.namedtuple("Stack", "frames count bytes tags peak leaked "
 # The sites (largest first), the stacks and the totals fold made: a
 # Report's profile. site_of: {(raw stack, tag): (function, file, line) of
 # its site}, for whatever is kept per key elsewhere (the timeline's series).
+# truncated_at_jit: of truncated, the allocations whose stack ends in JIT
+# code (no CFI: no unwinder goes past it).
 Profile = collections.namedtuple(
-    "Profile", "sites stacks count bytes truncated site_of", defaults=(None,))
+    "Profile", "sites stacks count bytes truncated site_of truncated_at_jit",
+    defaults=(None, 0))
 
 
 def tag_label(tag, names):
@@ -152,7 +155,7 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
     stacks = collections.OrderedDict()
     site_of = {}
     stack_live = collections.defaultdict(lambda: [0, 0, 0])
-    total_count = total_bytes = truncated = 0
+    total_count = total_bytes = truncated = at_jit = 0
     expand = symbolizer.expand
     labels = {}   # tag -> its label, or _LEFT_OUT by --tag: once a tag
     for (frames, tag), entry in entries.items():
@@ -169,6 +172,8 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
             chain = guest.splice(parse.guest_of(frames), chain)
         if logical and not reaches_root(logical):
             truncated += count
+            if parse.is_jit_map(logical[-1].dso):
+                at_jit += count
             if chain:
                 chain += (CUT_SHORT,)
         site_frame = chain[0] if chain else NO_CALLER
@@ -218,7 +223,7 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
     stack_list = by_size_then_functions(
         [stack(shown, total) for shown, total in stacks.items()])
     return Profile(ordered, stack_list, total_count, total_bytes, truncated,
-                   site_of)
+                   site_of, at_jit)
 
 
 def by_size_then_functions(stacks):

@@ -15,7 +15,9 @@ A frame that cannot be resolved degrades, never raises:
     link-time address (what objdump and addr2line -e DSO take), when the
     reader could read the file; file = the DSO;
   - not in a file read: function = "[unknown] <dso basename>+0x<ip>" with
-    the run-time address (differs between runs: ASLR), file = the DSO.
+    the run-time address (differs between runs: ASLR), file = the DSO;
+  - JIT code (perf's /tmp/perf-PID.map): "name+0xoffset" from that
+    file (the reader reads it, as perf does), else as above.
 Each degraded DSO is named once in `warnings`; "no symbols" only for a
 DSO none of whose frames has one (a symbol-less stretch of a file that
 has symbols, a trampoline or a gap, is not the file's lack).
@@ -28,6 +30,7 @@ import subprocess
 import threading
 
 from ..read import elf as elfmod
+from ..read import parse
 
 # One source-level frame. line 0 = unknown. inlined: True when this frame
 # was inlined into the next one (same machine frame).
@@ -166,6 +169,18 @@ class Symbolizer:
         todo = collections.defaultdict(set)
         for raw in raw_frames:
             if raw in self._cache:
+                continue
+            if parse.is_jit_map(raw.dso):
+                # JIT code: named from perf's map file or not at all,
+                # the run-time address either way; no ELF, no lines
+                self._cache[raw] = (self._jit_frame(raw),)
+                if raw.sym:
+                    self._named.add(raw.dso)
+                else:
+                    self.warn(("nosym", raw.dso), "no names for JIT code: "
+                              "%s is missing or names none of its "
+                              "addresses; frames shown as addresses"
+                              % raw.dso)
                 continue
             if raw.addr is None:
                 self._cache[raw] = (self._fallback(raw),)
@@ -316,6 +331,18 @@ class Symbolizer:
             out.append(Frame(name, path or raw.dso, line if path else 0,
                              raw.dso, i < len(answer) - 1))
         return tuple(out)
+
+    @staticmethod
+    def _jit_frame(raw):
+        if raw.sym:
+            name = "%s+0x%x" % (raw.sym, raw.off or 0)
+        else:
+            # the same from both readers: the native one gives the pc as
+            # addr, perf script's entry as ip
+            name = "[unknown] %s+0x%x" % (
+                os.path.basename(raw.dso),
+                raw.addr if raw.addr is not None else raw.ip or 0)
+        return Frame(name, raw.dso, 0, raw.dso, False)
 
     @staticmethod
     def _fallback(raw, link=None):

@@ -117,6 +117,15 @@ _USER_IP_LIMIT = 1 << 63
 
 UNKNOWN_DSO = "[unknown]"
 
+# perf's name for executable memory without a file (JIT code), whose
+# symbols a runtime may write there (scripts/reader/perfmap.c)
+_JIT_MAP = re.compile(r"/tmp/perf-\d+\.map\Z")
+
+
+def is_jit_map(dso):
+    """Whether a frame's DSO is JIT code (perf's /tmp/perf-PID.map)."""
+    return bool(dso) and _JIT_MAP.match(dso) is not None
+
 
 def event_kind(event_name):
     """'alloc', 'free', 'sample', 'exit', ... (or 'plain', the wrapper's
