@@ -143,6 +143,238 @@ static const char *symbol_name(Dwfl_Module *mod, Dwarf_Die *fn,
 	return *owned ? *owned : name;
 }
 
+/* The functions of one CU, found at an address without walking the CU
+ * again. dwarf_getscopes walks the CU's DIE tree from its root for every
+ * address (and dwarf_getscopes_die once more): in a CU of 5000
+ * functions, 10,000 addresses took 53 s; an amalgamated source (SQLite's
+ * sqlite3.c, a generated parser) is such a CU. One walk lists every
+ * subprogram, inlined subroutine and entry point with its pc ranges and
+ * the nearest such DIE it is inside; an address's chain is then its
+ * innermost one and that one's parents: the scopes answer() printed
+ * from dwarf_getscopes, without the lexical blocks it skipped. */
+struct fnrange {
+	Dwarf_Addr lo, hi;      /* the module's addresses (bias included) */
+	Dwarf_Off die;
+	int depth;              /* functions it is inside */
+	long parent;            /* an entry of the DIE it is inside, or -1 */
+};
+
+struct cuindex {
+	struct cuindex *next;
+	Dwarf_Off cu;
+	struct fnrange *r;
+	Dwarf_Addr *reach;      /* reach[i]: the highest hi of r[0..i] */
+	size_t n;
+	int ok;                 /* 0: out of memory, answer the old way */
+};
+
+static struct cuindex *indexes;
+
+static int fn_tag(int tag)
+{
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+	       tag == DW_TAG_entry_point;
+}
+
+/* DIEs whose children can hold code of their own: the walk does not go
+ * into types, variables or parameters (concrete member functions are
+ * at the CU's or a namespace's level, with DW_AT_specification), so
+ * that it costs little more than one dwarf_getscopes did where a CU is
+ * asked about one address. */
+static int holds_code(int tag)
+{
+	return fn_tag(tag) || tag == DW_TAG_lexical_block ||
+	       tag == DW_TAG_namespace || tag == DW_TAG_module ||
+	       tag == DW_TAG_try_block || tag == DW_TAG_catch_block;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct fnrange *x = a, *y = b;
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->depth - y->depth;   /* the outer first at one address */
+}
+
+static int add_range(struct cuindex *ix, size_t *cap, struct fnrange r)
+{
+	if (ix->n == *cap) {
+		size_t more = *cap ? *cap * 2 : 256;
+		struct fnrange *t = realloc(ix->r, more * sizeof(*t));
+		if (!t)
+			return -1;
+		ix->r = t;
+		*cap = more;
+	}
+	ix->r[ix->n++] = r;
+	return 0;
+}
+
+static void build_index(struct cuindex *ix, Dwarf_Die *cu, Dwarf_Addr bias)
+{
+	/* an explicit stack: DIE, the entry of the function it is in, and
+	 * that function's depth */
+	struct frame {
+		Dwarf_Die die;
+		long parent;
+		int depth;
+	} *stack = NULL;
+	size_t depth = 0, room = 0, cap = 0;
+	Dwarf_Die child;
+	if (dwarf_child(cu, &child) != 0)
+		goto done;
+	room = 64;
+	stack = malloc(room * sizeof(*stack));
+	if (!stack)
+		return;
+	stack[depth++] = (struct frame){ child, -1, 0 };
+	while (depth) {
+		struct frame f = stack[--depth];
+		/* its next sibling waits under it, its children above */
+		Dwarf_Die next;
+		if (dwarf_siblingof(&f.die, &next) == 0)
+			stack[depth++] = (struct frame){ next, f.parent,
+							 f.depth };
+		long inside = f.parent;
+		int level = f.depth;
+		int tag = dwarf_tag(&f.die);
+		if (fn_tag(tag)) {
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t off = 0;
+			long first = -1;
+			while ((off = dwarf_ranges(&f.die, off, &base, &lo,
+						   &hi)) > 0) {
+				if (hi <= lo)
+					continue;
+				if (first < 0)
+					first = (long)ix->n;
+				if (add_range(ix, &cap, (struct fnrange){
+					      lo + bias, hi + bias,
+					      dwarf_dieoffset(&f.die),
+					      f.depth, f.parent }))
+					goto fail;
+			}
+			if (first >= 0) {
+				inside = first;
+				level = f.depth + 1;
+			}
+		}
+		if (holds_code(tag) && dwarf_haschildren(&f.die) &&
+		    dwarf_child(&f.die, &child) == 0) {
+			if (depth + 2 > room) {
+				size_t more = room * 2;
+				struct frame *t = realloc(stack,
+							  more * sizeof(*t));
+				if (!t)
+					goto fail;
+				stack = t;
+				room = more;
+			}
+			stack[depth++] = (struct frame){ child, inside,
+							 level };
+		}
+	}
+done:
+	free(stack);
+	if (ix->n) {
+		/* sorted by address; a parent is an entry's index, so
+		 * the parents are moved to the entries' new places */
+		long *pos = malloc(ix->n * sizeof(*pos));
+		struct fnrange *sorted = malloc(ix->n * sizeof(*sorted));
+		ix->reach = malloc(ix->n * sizeof(*ix->reach));
+		if (!pos || !sorted || !ix->reach) {
+			free(pos);
+			free(sorted);
+			free(ix->reach);
+			ix->reach = NULL;
+			return;   /* not ok: answered the old way */
+		}
+		for (size_t i = 0; i < ix->n; i++)
+			sorted[i] = ix->r[i], sorted[i].parent = (long)i;
+		qsort(sorted, ix->n, sizeof(*sorted), range_cmp);
+		for (size_t i = 0; i < ix->n; i++)
+			pos[sorted[i].parent] = (long)i;
+		for (size_t i = 0; i < ix->n; i++) {
+			long old = ix->r[sorted[i].parent].parent;
+			sorted[i].parent = old < 0 ? -1 : pos[old];
+		}
+		free(ix->r);
+		free(pos);
+		ix->r = sorted;
+		for (size_t i = 0; i < ix->n; i++)
+			ix->reach[i] = i && ix->reach[i - 1] > ix->r[i].hi ?
+				       ix->reach[i - 1] : ix->r[i].hi;
+	}
+	ix->ok = 1;
+	return;
+fail:
+	free(stack);
+}
+
+static struct cuindex *index_of(Dwarf_Die *cu, Dwarf_Addr bias)
+{
+	Dwarf_Off off = dwarf_dieoffset(cu);
+	for (struct cuindex *ix = indexes; ix; ix = ix->next)
+		if (ix->cu == off)
+			return ix;
+	struct cuindex *ix = calloc(1, sizeof(*ix));
+	if (!ix)
+		return NULL;
+	ix->cu = off;
+	ix->next = indexes;
+	indexes = ix;
+	build_index(ix, cu, bias);
+	return ix;
+}
+
+/* The innermost function entry covering addr, or -1. */
+static long innermost(const struct cuindex *ix, Dwarf_Addr addr)
+{
+	size_t lo = 0, hi = ix->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ix->r[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	long best = -1;
+	for (size_t i = lo; i > 0 && ix->reach[i - 1] > addr; i--) {
+		const struct fnrange *r = &ix->r[i - 1];
+		if (addr < r->hi && (best < 0 || r->depth > ix->r[best].depth))
+			best = (long)(i - 1);
+	}
+	return best;
+}
+
+/* The chain of function DIEs at addr, innermost first, in *out (freed
+ * by the caller): their number, or -1 where the index cannot tell
+ * (out of memory), 0 where no function covers addr. */
+static int chain_at(Dwarf_Die *cu, Dwarf_Addr addr, Dwarf_Addr bias,
+		    Dwarf_Die **out)
+{
+	*out = NULL;
+	struct cuindex *ix = index_of(cu, bias);
+	if (!ix || !ix->ok)
+		return -1;
+	long i = innermost(ix, addr);
+	int n = 0;
+	for (long j = i; j >= 0; j = ix->r[j].parent)
+		n++;
+	if (!n)
+		return 0;
+	Dwarf_Die *dies = malloc((size_t)n * sizeof(*dies));
+	if (!dies)
+		return -1;
+	Dwarf *dw = dwarf_cu_getdwarf(cu->cu);
+	int k = 0;
+	for (long j = i; j >= 0; j = ix->r[j].parent)
+		if (dwarf_offdie(dw, ix->r[j].die, &dies[k]))
+			k++;
+	*out = dies;
+	return k;
+}
+
 static void answer(Dwfl_Module *mod, u64 addr)
 {
 	char path[4096], call_path[4096];
@@ -162,12 +394,15 @@ static void answer(Dwfl_Module *mod, u64 addr)
 	 * chain it was inlined along is that DIE's own parents
 	 * (dwarf_getscopes_die), as eu-addr2line -i walks it */
 	Dwarf_Die *scopes = NULL, inner;
-	int n = dwarf_getscopes(cu, addr - bias, &scopes);
-	if (n > 0) {
-		inner = scopes[0];
-		free(scopes);
-		scopes = NULL;
-		n = dwarf_getscopes_die(&inner, &scopes);
+	int n = chain_at(cu, addr, bias, &scopes);
+	if (n < 0) {
+		n = dwarf_getscopes(cu, addr - bias, &scopes);
+		if (n > 0) {
+			inner = scopes[0];
+			free(scopes);
+			scopes = NULL;
+			n = dwarf_getscopes_die(&inner, &scopes);
+		}
 	}
 	int printed = 0;
 	for (int i = 0; i < n; i++) {

@@ -101,6 +101,71 @@ class ReaderLines(unittest.TestCase):
     def test_clang(self):
         self.check("clang", [])
 
+    def test_one_large_unit(self):
+        # 1500 functions in one file (an amalgamated source such as
+        # sqlite3.c is one unit): every call's chain exact, a call
+        # through two levels of inlining and a call in each function's
+        # .cold part (a second range of the function) among them.
+        # lines.c indexes a unit's functions once; dwarf_getscopes
+        # walked the unit for every address (53 s for 10,000 here).
+        n = 1500
+        src = [SOURCE.split("static inline")[0],
+               "static volatile int sink;\n"
+               # a call to a cold function puts the block calling it in
+               # the function's .cold part
+               "__attribute__((cold, noinline, noipa)) void note(void)"
+               "\n{\n\tsink++;\n}\n"
+               "static inline __attribute__((always_inline)) void "
+               "inner(int i)\n{\n\tleaf(i);\n}",
+               "static inline __attribute__((always_inline)) void "
+               "outer(int i)\n{\n\tinner(i);\n}"]
+        base = "".join(x + "\n" for x in src).count("\n")
+        want = {}
+        for k in range(1, n + 1):
+            first = base + 1 + (k - 1) * 10
+            # (sink: no tail calls; noipa: no specialized copies)
+            src.append("__attribute__((noinline, noipa)) void f%d(int i)"
+                       "\n{\n\tif (__builtin_expect(i < 0, 0)) {\n"
+                       "\t\tnote(); leaf(i - %d);\n\t\tsink++;\n\t\treturn;\n\t}\n"
+                       "\touter(i);\n\tleaf(i + %d); sink++;\n}"
+                       % (k, n, n))
+            want[k] = "f%d" % k, first + 7          # outer(i)
+            want[-k - n] = "f%d" % k, first + 3     # the cold call
+            want[k + n] = "f%d" % k, first + 8
+        src.append("int main(void)\n{")
+        for k in range(1, n + 1):
+            src.append("\tf%d(%d);" % (k, k))
+            if k % 100 == 0:
+                src.append("\tf%d(%d);" % (k, -k))
+        src.append("\treturn 0;\n}")
+        text = "\n".join(src) + "\n"
+        path = os.path.join(self.tmp, "large.c")
+        with open(path, "w") as f:
+            f.write(text)
+        lines = text.split("\n")
+        inner_call = lines.index("\tleaf(i);") + 1
+        outer_call = lines.index("\tinner(i);") + 1
+        prog = os.path.join(self.tmp, "large")
+        subprocess.run(["gcc", "-g", "-O2", "large.c", "-o", prog],
+                       cwd=self.tmp, check=True)
+        nm = subprocess.run(["nm", prog], stdout=subprocess.PIPE,
+                            check=True, universal_newlines=True).stdout
+        self.assertEqual(nm.count(".cold"), n, "no .cold part each")
+        out = subprocess.run([prog], stdout=subprocess.PIPE, check=True,
+                             universal_newlines=True).stdout
+        at = {int(i): int(a, 16) for i, a in
+              (line.split() for line in out.splitlines())}
+        got = self.answers(prog, sorted(set(at.values())))
+        self.assertEqual(len(at), 2 * n + n // 100)
+        for i, addr in sorted(at.items()):
+            fn, line = want[i]
+            if 0 < i <= n:
+                expect = [("inner", path, inner_call),
+                          ("outer", path, outer_call), (fn, path, line)]
+            else:
+                expect = [(fn, path, line)]
+            self.assertEqual(got[addr], expect, "call %d" % i)
+
     def test_no_file_no_answers(self):
         # as addr2line: nothing at all (the Symbolizer then names the
         # frame by its symbol), not a traceback
