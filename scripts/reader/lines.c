@@ -21,6 +21,7 @@
  * is found as the unwinder finds it (dwfl_standard_find_debuginfo: the
  * file itself, .gnu_debuglink, /usr/lib/debug/.build-id). */
 #include "reader.h"
+#include "symtab.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -131,10 +132,8 @@ static const char *symbol_name(Dwfl_Module *mod, Dwarf_Die *fn,
 			       Dwarf_Addr addr, Dwarf_Addr bias, char **owned)
 {
 	GElf_Off off;
-	GElf_Sym sym;
 	Dwarf_Addr entry;
-	const char *name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL,
-						NULL, NULL);
+	const char *name = symtab_addrinfo(mod, addr, &off);
 	/* fn NULL: a function without any name in DWARF takes the symbol */
 	if (!name || (fn && (dwarf_entrypc(fn, &entry) ||
 			     addr - off != entry + bias)))
@@ -473,6 +472,7 @@ int lines_main(const char *path)
 		printf("0x%016llx\n", (unsigned long long)addr);
 		answer(mod, addr + bias);
 	}
+	symtab_forget_all(dwfl);
 	dwfl_end(dwfl);
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "allocsites-read: stdout: write error\n");

@@ -276,7 +276,8 @@ static int on_record(void *vc, const u8 *rec, u32 size, struct buf *b)
 static const char usage[] = "usage: allocsites-read [--min-size N] "
 	"[--log-fd FD [--sweep]] FILE\n"
 	"       allocsites-read --text FILE\n"
-	"       allocsites-read --lines FILE < ADDRESSES\n";
+	"       allocsites-read --lines FILE < ADDRESSES\n"
+	"       allocsites-read --symbols FILE < ADDRESSES\n";
 
 /* A decimal option's value; -1 when it is not one. */
 static int number(const char *s, u64 *v)
@@ -300,6 +301,8 @@ int main(int argc, char **argv)
 		return scan_main(argc, argv);    /* scan.c */
 	if (argc == 3 && !strcmp(argv[1], "--lines"))
 		return lines_main(argv[2]);      /* lines.c */
+	if (argc == 3 && !strcmp(argv[1], "--symbols"))
+		return symbols_main(argv[2]);    /* symtab.c */
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--text"))
 			c.text = 1;
@@ -383,6 +386,12 @@ int main(int argc, char **argv)
 			(unsigned long long)unwind_fast,
 			(unsigned long long)unwind_slow,
 			(unsigned long long)unwind_mismatch);
+	if (getenv("ALLOCSITES_READER_VERIFY"))
+		fprintf(stderr, "allocsites-read: named %llu pcs from the "
+			"symbol index, %llu by libdw; %llu differ\n",
+			(unsigned long long)symtab_fast,
+			(unsigned long long)symtab_slow,
+			(unsigned long long)symtab_mismatch);
 	if (c.skipped)
 		fprintf(stderr, "allocsites-read: %s: %llu damaged records "
 			"left out (the first at offset %llu: %s)\n", path,

@@ -287,5 +287,7 @@ int tally_finish(struct tally *t);
 
 /* lines.c: allocsites-read --lines FILE */
 int lines_main(const char *path);
+int symbols_main(const char *path);      /* symtab.c */
+extern u64 symtab_fast, symtab_slow, symtab_mismatch;
 
 #endif

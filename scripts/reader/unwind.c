@@ -13,6 +13,7 @@
  * as perf does (libunwind-local.c and unwind-libdw.c both, after
  * dwfl_frame_pc's isactivation), so that lines name the call. */
 #include "reader.h"
+#include "symtab.h"
 
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
@@ -321,7 +322,7 @@ static void report_maps(struct unw *u)
 			report_new(u->dwfl, &want[i]);
 		}
 	}
-	dwfl_report_end(u->dwfl, NULL, NULL);
+	dwfl_report_end(u->dwfl, symtab_removed, NULL);
 	free(u->mods);
 	u->mods = want;
 	u->nmods = nw;
@@ -359,6 +360,7 @@ void unwind_forget(struct proc *p)
 	struct unw *u = *slot;
 	if (!u)
 		return;
+	symtab_forget_all(u->dwfl);
 	dwfl_end(u->dwfl);
 	cfi_cache_free(u->cfi);
 	free(u->mods);
@@ -510,9 +512,7 @@ int symbolize_pc(struct proc *p, u64 pc, const struct map *m, u64 *addr,
 	Dwfl_Module *mod = u ? dwfl_addrmodule(u->dwfl, pc) : NULL;
 	if (mod) {
 		GElf_Off so;
-		GElf_Sym es;
-		const char *name = dwfl_module_addrinfo(mod, pc, &so, &es,
-							NULL, NULL, NULL);
+		const char *name = symtab_addrinfo(mod, pc, &so);
 		if (name) {
 			*sym = perf_name(name);
 			*off = so;
