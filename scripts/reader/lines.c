@@ -394,7 +394,12 @@ static void answer(Dwfl_Module *mod, u64 addr)
 	 * (dwarf_getscopes_die), as eu-addr2line -i walks it */
 	Dwarf_Die *scopes = NULL, inner;
 	int n = chain_at(cu, addr, bias, &scopes);
-	if (n < 0) {
+	/* no function in the index covers addr (a unit of assembler, a
+	 * function the walk did not go into): dwarf_getscopes, which
+	 * answered before the index; its answer, if any, is kept */
+	if (n <= 0) {
+		free(scopes);
+		scopes = NULL;
 		n = dwarf_getscopes(cu, addr - bias, &scopes);
 		if (n > 0) {
 			inner = scopes[0];
