@@ -263,6 +263,12 @@ class SymbolizerFakeTest(unittest.TestCase):
         r = RawFrame(APP, 0x10a0, None, None, None)
         self.assertEqual(sym.frames(r)[0].function, "%s+0x4010a0"
                          % os.path.basename(APP))
+        # no frame of the file has a symbol: said so, once (not also
+        # "no debug line info")
+        self.assertEqual(sym.warnings, [
+            "no symbols for %s: frames shown as addresses" % APP])
+        # a frame with a symbol: the file has symbols, not lines
+        sym.resolve([RawFrame(APP, 0x1100, "main", 0x10, None)])
         self.assertEqual(sym.warnings, [
             "no debug line info in %s: frames shown as function+offset"
             % APP])

@@ -149,9 +149,14 @@ class Symbolizer:
     @property
     def warnings(self):
         """The warnings so far, in order; "no symbols for DSO" only while
-        no frame of DSO has had one."""
+        no frame of DSO has had one, and then in place of "no debug line
+        info in DSO"."""
+        nosym = {k[1] for k, _ in self._messages
+                 if k[0] == "nosym" and k[1] not in self._named}
+        # a file without symbols has no lines either: one warning
         return [m for k, m in self._messages
-                if not (k[0] == "nosym" and k[1] in self._named)]
+                if not (k[0] == "nosym" and k[1] in self._named) and
+                not (k[0] == "nodebug" and k[1] in nosym)]
 
     def elf(self, dso):
         if dso not in self._elves:
@@ -189,6 +194,11 @@ class Symbolizer:
                 continue
             if raw.sym:
                 self._named.add(raw.dso)
+            else:
+                # an address in the file, no symbol: said of the file
+                # if none of its frames has one (a stripped binary)
+                self.warn(("nosym", raw.dso), "no symbols for %s: frames "
+                          "shown as addresses" % raw.dso)
             todo[raw.dso].add(raw)
         asked = self._ask_all(todo)
         for dso, raws in todo.items():
