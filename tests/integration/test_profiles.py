@@ -68,6 +68,26 @@ class ExactProfiles(ProfileTest):
         functions = {s["function"] for s in report["sites"]}
         self.assertEqual(functions, {"worker_a", "worker_b", "main"})
 
+    def test_four_hundred_probe_sites(self):
+        # An allocator inlined into its callers: each call site is a
+        # probe site of its own (400 USDT notes, 400 uprobes under one
+        # event), each site's figures exact, with both readers.
+        prog = program("t_sites")
+        notes = subprocess.run(["readelf", "-n", prog],
+                               stdout=subprocess.PIPE, check=True,
+                               universal_newlines=True).stdout
+        self.assertGreaterEqual(notes.count("Name: alloc"), 400)
+        report, truth, _, _ = self.profile(prog)
+        self.assertMatchesTruth(report, truth)
+        self.assertEqual(len(report["sites"]), 400)
+        data = os.path.join(self.tmp, "run.data")
+        out_json = os.path.join(self.tmp, "perf.json")
+        rep = allocsites(["report", "-i", data, "--json", out_json],
+                         env={"ALLOCSITES_READER": "perf"})
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        with open(out_json) as f:
+            self.assertMatchesTruth(json.load(f), truth)
+
     def test_allocator_in_shared_library(self):
         prog = program("t_shlib")
         libs = subprocess.run(["ldd", prog], stdout=subprocess.PIPE,

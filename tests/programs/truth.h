@@ -171,8 +171,10 @@ static TRUTH_FN int truth_site_of(const char *file, int line,
     int i;
     for (i = 0; i < truth_n; i++)
         if (truth_sites[i].line == line && truth_sites[i].tag == tag &&
-            strcmp(truth_sites[i].file, file) == 0)
-            return i;
+            strcmp(truth_sites[i].file, file) == 0 &&
+            strcmp(truth_sites[i].function, function) == 0)
+            return i;   /* a site is its function too: t_sites has ten
+                           functions on one line */
     if (truth_n == TRUTH_MAX)
         truth_die("too many sites");
     truth_sites[i].file = file;
