@@ -429,7 +429,13 @@ class RealElfTest(unittest.TestCase):
         # the same facts from the file (FileBytes) as from its bytes
         with open(self.pie.path, "rb") as f:
             data = f.read()
-        from_file = elf.open_elf(self.pie.path)
+        self.assertIsInstance(elf.open_elf(self.pie.path).data, bytes)
+        limit = elf.WHOLE_FILE_LIMIT
+        elf.WHOLE_FILE_LIMIT = 0    # as a large file is read
+        try:
+            from_file = elf.open_elf(self.pie.path)
+        finally:
+            elf.WHOLE_FILE_LIMIT = limit
         self.assertIsInstance(from_file.data, elf.FileBytes)
         from_bytes = elf.ElfFile(data)
         for attr in ("e_type", "machine", "segments", "writable",
@@ -466,6 +472,20 @@ class RealElfTest(unittest.TestCase):
             tracemalloc.stop()
             os.unlink(path)
         self.assertLess(peak, 1 << 20)
+
+
+    def test_many_small_binaries_hold_no_descriptor(self):
+        # a report keeps an ElfFile per DSO: a program of thousands of
+        # libraries must not run out of descriptors (a small file is
+        # read whole, its descriptor closed)
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 256), hard))
+        try:
+            kept = [elf.open_elf(self.pie.path) for _ in range(300)]
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        self.assertTrue(all(kept))
 
 
 class FileBytesTest(unittest.TestCase):

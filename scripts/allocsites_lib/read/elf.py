@@ -27,6 +27,11 @@ NT_STAPSDT = 3
 MACHINES = {62: "x86_64", 183: "aarch64"}   # e_machine values
 
 
+# Files up to this size are read whole when opened (and their descriptor
+# closed); larger ones are read where sliced (FileBytes).
+WHOLE_FILE_LIMIT = 32 << 20
+
+
 class FileBytes:
     """A regular file's bytes, read where they are sliced (os.pread), for
     ElfFile: a binary with a gigabyte of debug info costs the few
@@ -142,8 +147,9 @@ def open_elf(path):
     """An ElfFile for `path`, or None if it is not a readable ELF64 LE file.
     Only a regular file is read, and opening it never blocks: the path can
     come from a recording made elsewhere, naming a FIFO (which would hang
-    the report) or /dev/zero (which reads forever). Only the headers are
-    read here; sections when asked for (FileBytes)."""
+    the report) or /dev/zero (which reads forever). A file larger than
+    WHOLE_FILE_LIMIT is read where sliced (FileBytes): its headers here,
+    its sections when asked for; a smaller one is read whole."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except (OSError, ValueError, TypeError):
@@ -157,16 +163,28 @@ def open_elf(path):
         os.close(fd)
         return None
     data = FileBytes(fd, st.st_size)
+    if st.st_size <= WHOLE_FILE_LIMIT:
+        # read at once, the descriptor closed: a report keeps an
+        # ElfFile per DSO, and a program of a thousand libraries would
+        # otherwise hold a thousand descriptors
+        whole = data[:]
+        data.close()
+        data = whole
     head = data[:64]
     if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or \
             head[5] != 1:
-        data.close()
+        _close(data)
         return None
     try:
         return ElfFile(data)
     except struct.error:
-        data.close()
+        _close(data)
         return None
+
+
+def _close(data):
+    if isinstance(data, FileBytes):
+        data.close()
 
 
 def iter_notes(blob):
