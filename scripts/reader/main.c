@@ -33,6 +33,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define PROT_EXEC_BIT 4
 #define MISC_MMAP_DATA (1u << 13)
@@ -291,12 +292,27 @@ static int number(const char *s, u64 *v)
 	return 0;
 }
 
+/* libdw keeps a descriptor open for every module of every live process
+ * it unwinds (unwind.c, report_new): a recording of a program with
+ * hundreds of libraries, or of a parallel build, can pass the usual
+ * soft limit of 1024, and every module past it would go unnamed and
+ * unwound. The hard limit is the reader's to take. */
+static void more_descriptors(void)
+{
+	struct rlimit r;
+	if (!getrlimit(RLIMIT_NOFILE, &r) && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static struct ctx c;
 	const char *path = NULL;
 	u64 min_size = 0, log_fd = (u64)-1;
 	int sweep = 0;
+	more_descriptors();
 	if (argc > 1 && !strcmp(argv[1], "--scan"))
 		return scan_main(argc, argv);    /* scan.c */
 	if (argc == 3 && !strcmp(argv[1], "--lines"))
