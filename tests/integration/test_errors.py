@@ -15,7 +15,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (ALLOCSITES, PYTHON, ROOT, ProfileTest,  # noqa: E402
-                     allocsites, program, rt_events, tmpfs)
+                     allocsites, program, rt_events, tmpfs,
+                     tracefs_mount)
 
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 from allocsites_lib.record import runstate  # noqa: E402
@@ -259,7 +260,10 @@ class Errors(ProfileTest):
 
     def test_next_run_removes_what_a_killed_run_left(self):
         # SIGKILL to the whole group (allocsites, perf, the program): no
-        # clean-up ran; the run's state file says what it had made.
+        # clean-up ran; the run's state file says what it had made: its
+        # events, and the tracefs mount if it made one, which the next
+        # run takes over and unmounts (the machine as it was found).
+        mounted_before = tracefs_mount()
         proc, data = self.start_long_recording()
         state = os.path.join(runstate.STATE_DIR, "%d.json" % proc.pid)
         with open(state) as f:
@@ -281,6 +285,8 @@ class Errors(ProfileTest):
         self.assertIn("allocsites: removed probe events %s left by a killed "
                       "run (pid %d)" % (" ".join(left), proc.pid), rec.stderr)
         self.assertFalse(os.path.exists(state))
+        self.assertEqual(tracefs_mount(), mounted_before,
+                         "the killed run's tracefs mount was left")
         # tearDown checks that no event is left.
 
     def test_ctrl_c_keeps_recording_and_removes_events(self):

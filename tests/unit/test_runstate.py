@@ -89,6 +89,42 @@ class SweepTest(unittest.TestCase):
             "run (pid %d)" % pid])
         self.assertTrue(os.path.exists(path))
 
+    def test_a_dead_runs_mount_is_adopted(self):
+        # a killed run cannot unmount the tracefs it mounted: the next
+        # run takes the mount over, once the dead run is undone
+        pid = dead_pid()
+        path = self.write(pid, None, [])
+        with open(path) as f:
+            state = json.load(f)
+        state["mounted"] = "/sys/kernel/tracing"
+        with open(path, "w") as f:
+            json.dump(state, f)
+        live = self.write(os.getpid(), None, [])
+        with open(live) as f:
+            state = json.load(f)
+        state["mounted"] = "/elsewhere"
+        with open(live, "w") as f:
+            json.dump(state, f)
+        adopted = []
+        runstate.sweep(lambda names: [], lambda: set(), self.dir,
+                       adopt_mount=adopted.append)
+        self.assertEqual(adopted, ["/sys/kernel/tracing"])   # not a live one
+        self.assertFalse(os.path.exists(path))
+
+    def test_others_alive(self):
+        self.assertFalse(runstate.others_alive(self.dir))
+        self.write(os.getpid(), None, [])          # this process: not other
+        self.write(dead_pid(), None, [])
+        self.assertFalse(runstate.others_alive(self.dir))
+        proc = subprocess.Popen(["sleep", "30"])
+        try:
+            self.write(proc.pid, None, [])
+            self.assertTrue(runstate.others_alive(self.dir))
+        finally:
+            proc.kill()
+            proc.wait()
+        self.assertFalse(runstate.others_alive("/no/such/dir"))
+
     def test_garbage_files_are_skipped(self):
         with open(os.path.join(self.dir, "1.json"), "w") as f:
             f.write("{not json")
@@ -104,7 +140,7 @@ class SweepTest(unittest.TestCase):
         with open(state.path) as f:
             self.assertEqual(json.load(f), {
                 "pid": os.getpid(), "perf": 1234, "events": ["sdt_rt:alloc"],
-                "dirs": ["/tmp/x"]})
+                "dirs": ["/tmp/x"], "mounted": None})
         state.done()
         self.assertFalse(os.path.exists(state.path))
 

@@ -97,6 +97,8 @@ def record(opts, argv, out=sys.stderr):
             tracefs.ensure()
             events.tracefs = tracefs.path
             events.state = runstate.RunState()
+            if tracefs.mounted_here:
+                events.state.note(mounted=tracefs.path)
             # opt-in: on 6.18 a child forked after a site was turned
             # into a call crashes there (docs/probes.md, "The probe site")
             fast = fast_site(os.environ, out)
@@ -212,7 +214,8 @@ def add_events(events, tracefs, binaries, alloc_probe, opts, out,
     with eventlock.EventLock(tracefs.path):
         for line in runstate.sweep(
                 events.delete_named,
-                lambda: listed_events(tracefs.path) or ()):
+                lambda: listed_events(tracefs.path) or (),
+                adopt_mount=tracefs.adopt):
             out.write("allocsites: %s\n" % line)
         wanted = plain_probes(opts)
         for path, names in binaries:
@@ -281,7 +284,7 @@ def clean_up(events, tracefs, out):
     failed = remove_events(events, tracefs)
     if events.state is not None and not failed:
         events.state.done()
-    tracefs.release()
+    tracefs.release(runstate.others_alive)
     if failed:
         # Name them: 'sdt_rt:*' would delete other people's too.
         out.write("allocsites: warning: could not remove probe events "

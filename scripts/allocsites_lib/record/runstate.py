@@ -2,8 +2,9 @@
 
 What a recording run has made that must be undone, kept on disk so
 that the next run can undo it if this one is killed (SIGKILL, OOM, power
-cut of the terminal): its uprobe events, its temporary directories, and
-the pids of allocsites and of its perf record.
+cut of the terminal): its uprobe events, its temporary directories, the
+tracefs mount it made, and the pids of allocsites and of its perf
+record.
 
 One JSON file per run, STATE_DIR/<pid>.json, rewritten whenever the run
 makes something and removed when it has cleaned up. A later run calls
@@ -42,9 +43,11 @@ class RunState:
         self.dir = state_dir
         self.path = os.path.join(state_dir, "%d.json" % os.getpid())
         self.state = {"pid": os.getpid(), "perf": None, "events": [],
-                      "dirs": []}
+                      "dirs": [], "mounted": None}
 
-    def note(self, events=None, dirs=None, perf=None):
+    def note(self, events=None, dirs=None, perf=None, mounted=None):
+        if mounted is not None:
+            self.state["mounted"] = mounted
         if events is not None:
             self.state["events"] = list(events)
         if dirs is not None:
@@ -67,10 +70,30 @@ class RunState:
             pass
 
 
-def sweep(remove_events, existing_events, state_dir=STATE_DIR):
+def others_alive(state_dir=STATE_DIR):
+    """Whether another recording run (not this process) is alive."""
+    try:
+        names = os.listdir(state_dir)
+    except OSError:
+        return False
+    for name in names:
+        try:
+            pid = int(name[:-len(".json")]) if name.endswith(".json") \
+                else None
+        except ValueError:
+            continue
+        if pid is not None and pid != os.getpid() and alive(pid):
+            return True
+    return False
+
+
+def sweep(remove_events, existing_events, state_dir=STATE_DIR,
+          adopt_mount=None):
     """Undoes the runs that died without cleaning up. remove_events(names)
     -> names it could not remove; existing_events() -> set of event names
-    that exist now. Returns one-line messages for the user."""
+    that exist now; adopt_mount(path): a dead run's tracefs mount, for
+    this run to unmount when it ends as its own (the killed run cannot).
+    Returns one-line messages for the user."""
     try:
         names = sorted(os.listdir(state_dir))
     except OSError:
@@ -86,6 +109,7 @@ def sweep(remove_events, existing_events, state_dir=STATE_DIR):
             pid, perf = state["pid"], state.get("perf")
             events = [e for e in state["events"] if isinstance(e, str)]
             dirs = [d for d in state["dirs"] if isinstance(d, str)]
+            mounted = state.get("mounted")
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if alive(pid):
@@ -107,6 +131,8 @@ def sweep(remove_events, existing_events, state_dir=STATE_DIR):
         if left:
             messages.append("removed probe events %s left by a killed run "
                             "(pid %s)" % (" ".join(left), pid))
+        if isinstance(mounted, str) and adopt_mount is not None:
+            adopt_mount(mounted)
         try:
             os.unlink(path)
         except OSError:

@@ -33,6 +33,7 @@ class Tracefs:
 
     def __init__(self):
         self.mounted_here = False
+        self.adopted = False
         self.path = None
 
     def ensure(self):
@@ -50,7 +51,18 @@ class Tracefs:
                               "missing): CONFIG_UPROBE_EVENTS is needed"
                               % self.path)
 
-    def release(self):
+    def adopt(self, path):
+        """A killed run's mount at path, which it could not unmount:
+        unmounted by release, as if this run had made it."""
+        if path == self.path and not self.mounted_here:
+            self.mounted_here = self.adopted = True
+
+    def release(self, others_alive=None):
+        """Unmounts tracefs if this run mounted it, or adopted a killed
+        run's mount; an adopted one stays while another run is alive
+        (others_alive(), runstate's), which may still use it."""
+        if self.adopted and others_alive is not None and others_alive():
+            self.mounted_here = False
         if self.mounted_here:
             self.mounted_here = False
             try:
