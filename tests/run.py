@@ -4,10 +4,40 @@ N skipped'. Usage: tests/run.py [DIR...] (default: tests/unit and
 tests/integration). Runs under the system Python, the one perf embeds."""
 
 import os
+import subprocess
 import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+TRACEFS = "/sys/kernel/tracing"
+
+
+def tracefs_mounted():
+    with open("/proc/mounts") as f:
+        return any(len(l.split()) > 2 and l.split()[2] == "tracefs"
+                   for l in f)
+
+
+class TracefsForTheRun:
+    """tracefs mounted for the whole run where it is not, unmounted at
+    the end: perf mounts it by itself when a test lists events (perf probe
+    -l, tracing_path_mount) and leaves it, and a test that kills a
+    recording leaves the run's mount for the next run to take over. The
+    machine's mounts end as they began. Root only (the perf tests)."""
+
+    def __enter__(self):
+        self.mounted = False
+        if os.geteuid() == 0 and not tracefs_mounted() and \
+                os.path.isdir(TRACEFS):
+            self.mounted = subprocess.run(
+                ["mount", "-t", "tracefs", "nodev", TRACEFS],
+                stderr=subprocess.DEVNULL).returncode == 0
+        return self
+
+    def __exit__(self, *exc):
+        if self.mounted and tracefs_mounted():
+            subprocess.run(["umount", TRACEFS], stderr=subprocess.DEVNULL)
+        return False
 
 
 def main(dirs):
@@ -27,7 +57,9 @@ def main(dirs):
     for d in dirs:
         d = os.path.abspath(d)
         suite.addTests(loader.discover(d, pattern="test_*.py", top_level_dir=d))
-    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
+    with TracefsForTheRun():
+        result = unittest.TextTestRunner(verbosity=2,
+                                         stream=sys.stdout).run(suite)
     failed = len(result.failures) + len(result.errors) + \
         len(result.unexpectedSuccesses)
     skipped = len(result.skipped)

@@ -31,51 +31,22 @@ def program(name):
 _KERNEL_STUCK = []
 
 
-def tracefs_mount():
-    """Where tracefs is mounted, or None."""
-    with open("/proc/mounts") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 3 and parts[2] == "tracefs":
-                return parts[1]
-    return None
-
-
-class PerfMountsNothing:
-    """perf mounts tracefs by itself where it is not (tracing_path_mount),
-    and leaves it: around a perf probe -l the tests run, what perf
-    mounted is unmounted again, so that make check leaves the machine's
-    mounts as it found them."""
-
-    def __enter__(self):
-        self.before = tracefs_mount()
-        return self
-
-    def __exit__(self, *exc):
-        after = tracefs_mount()
-        if self.before is None and after is not None:
-            subprocess.run(["umount", after], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, check=False)
-        return False
-
-
 def kernel_trace_events_stuck():
     """True when `perf probe -l` does not answer: after an Oops in the
     kernel's uprobe code (seen on 6.18 under concurrent uprobe
     registration) the trace event lock stays held, and every perf probe
     waits forever in the kernel, unkillable. Asked once per run."""
     if not _KERNEL_STUCK:
-        with PerfMountsNothing():
-            proc = subprocess.Popen(["perf", "probe", "-l"],
-                                    stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL,
-                                    stdin=subprocess.DEVNULL)
-            try:
-                proc.wait(timeout=60)
-                _KERNEL_STUCK.append(False)
-            except subprocess.TimeoutExpired:
-                proc.kill()   # no wait: it may never die
-                _KERNEL_STUCK.append(True)
+        proc = subprocess.Popen(["perf", "probe", "-l"],
+                                stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL)
+        try:
+            proc.wait(timeout=60)
+            _KERNEL_STUCK.append(False)
+        except subprocess.TimeoutExpired:
+            proc.kill()   # no wait: it may never die
+            _KERNEL_STUCK.append(True)
     return _KERNEL_STUCK[0]
 
 
@@ -100,9 +71,8 @@ def rt_events(under=None):
     with under, only those on binaries below one of those directories.
     Events are global to the kernel: another profiling session (another
     make check on the same machine) has its own, on its own binaries."""
-    with PerfMountsNothing():
-        out = subprocess.run(["perf", "probe", "-l"], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, check=False).stdout
+    out = subprocess.run(["perf", "probe", "-l"], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, check=False).stdout
     lines = [l.strip() for l in out.decode().splitlines() if "sdt_rt:" in l]
     if under is not None:
         lines = [l for l in lines
