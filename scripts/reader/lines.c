@@ -280,12 +280,9 @@ done:
 		 * the parents are moved to the entries' new places */
 		long *pos = malloc(ix->n * sizeof(*pos));
 		struct fnrange *sorted = malloc(ix->n * sizeof(*sorted));
-		ix->reach = malloc(ix->n * sizeof(*ix->reach));
-		if (!pos || !sorted || !ix->reach) {
+		if (!pos || !sorted) {
 			free(pos);
 			free(sorted);
-			free(ix->reach);
-			ix->reach = NULL;
 			return;   /* not ok: answered the old way */
 		}
 		for (size_t i = 0; i < ix->n; i++)
@@ -300,9 +297,10 @@ done:
 		free(ix->r);
 		free(pos);
 		ix->r = sorted;
-		for (size_t i = 0; i < ix->n; i++)
-			ix->reach[i] = i && ix->reach[i - 1] > ix->r[i].hi ?
-				       ix->reach[i - 1] : ix->r[i].hi;
+		ix->reach = ranges_reach(ix->r, ix->n, sizeof(*ix->r),
+					 offsetof(struct fnrange, hi));
+		if (!ix->reach)
+			return;
 	}
 	ix->ok = 1;
 	return;
@@ -329,16 +327,9 @@ static struct cuindex *index_of(Dwarf_Die *cu, Dwarf_Addr bias)
 /* The innermost function entry covering addr, or -1. */
 static long innermost(const struct cuindex *ix, Dwarf_Addr addr)
 {
-	size_t lo = 0, hi = ix->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ix->r[mid].lo <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	long best = -1;
-	for (size_t i = lo; i > 0 && ix->reach[i - 1] > addr; i--) {
+	for (size_t i = ranges_upto(ix->r, ix->n, sizeof(*ix->r), addr);
+	     i > 0 && ix->reach[i - 1] > addr; i--) {
 		const struct fnrange *r = &ix->r[i - 1];
 		if (addr < r->hi && (best < 0 || r->depth > ix->r[best].depth))
 			best = (long)(i - 1);
@@ -448,32 +439,51 @@ static void answer(Dwfl_Module *mod, u64 addr)
 	free(scopes);
 }
 
-int lines_main(const char *path)
+Dwfl *offline_module(const char *path, Dwfl_Module **mod,
+		     Dwarf_Addr *bias)
 {
 	Dwfl *dwfl = dwfl_begin(&callbacks);
 	if (!dwfl) {
 		fprintf(stderr, "allocsites-read: libdw: %s\n", dwfl_errmsg(-1));
-		return 1;
+		return NULL;
 	}
 	dwfl_report_begin(dwfl);
-	Dwfl_Module *mod = dwfl_report_offline(dwfl, path, path, -1);
+	*mod = dwfl_report_offline(dwfl, path, path, -1);
 	dwfl_report_end(dwfl, NULL, NULL);
 	/* libdw places a module at an address of its choosing (a PIE's
 	 * is not 0): a link-time address plus the bias is its address */
-	Dwarf_Addr bias = 0;
-	if (!mod || !dwfl_module_getelf(mod, &bias)) {
+	*bias = 0;
+	if (!*mod || !dwfl_module_getelf(*mod, bias)) {
 		/* as addr2line: no answers at all, one line why */
 		fprintf(stderr, "allocsites-read: %s: %s\n", path,
 			dwfl_errmsg(-1));
 		dwfl_end(dwfl);
-		return 1;
+		return NULL;
 	}
+	return dwfl;
+}
+
+int next_address(u64 *addr)
+{
 	char buf[128];
 	while (fgets(buf, sizeof buf, stdin)) {
 		char *end;
-		u64 addr = strtoull(buf, &end, 16);
-		if (end == buf)
-			continue;
+		*addr = strtoull(buf, &end, 16);
+		if (end != buf)
+			return 1;
+	}
+	return 0;
+}
+
+int lines_main(const char *path)
+{
+	Dwfl_Module *mod;
+	Dwarf_Addr bias;
+	Dwfl *dwfl = offline_module(path, &mod, &bias);
+	if (!dwfl)
+		return 1;
+	u64 addr;
+	while (next_address(&addr)) {
 		printf("0x%016llx\n", (unsigned long long)addr);
 		answer(mod, addr + bias);
 	}

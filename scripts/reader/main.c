@@ -396,18 +396,18 @@ int main(int argc, char **argv)
 	} else {
 		fflush(stdout);
 	}
-	if (getenv("ALLOCSITES_READER_VERIFY"))
+	if (getenv("ALLOCSITES_READER_VERIFY")) {
 		fprintf(stderr, "allocsites-read: unwound %llu samples from "
 			"cached CFI, %llu with libdw; %llu differ\n",
 			(unsigned long long)unwind_fast,
 			(unsigned long long)unwind_slow,
 			(unsigned long long)unwind_mismatch);
-	if (getenv("ALLOCSITES_READER_VERIFY"))
 		fprintf(stderr, "allocsites-read: named %llu pcs from the "
 			"symbol index, %llu by libdw; %llu differ\n",
 			(unsigned long long)symtab_fast,
 			(unsigned long long)symtab_slow,
 			(unsigned long long)symtab_mismatch);
+	}
 	if (c.skipped)
 		fprintf(stderr, "allocsites-read: %s: %llu damaged records "
 			"left out (the first at offset %llu: %s)\n", path,

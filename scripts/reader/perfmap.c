@@ -159,14 +159,7 @@ int perfmap_lookup(const char *path, u64 pc, const char **name, u64 *start)
 		return 0;
 	/* the last symbol starting at or before pc (of equal starts, the
 	 * line written last: the code the JIT put there most recently) */
-	size_t lo = 0, hi = pm->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (pm->syms[mid].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = ranges_upto(pm->syms, pm->n, sizeof(*pm->syms), pc);
 	/* it covers pc, or an earlier, longer one does (code replaced in
 	 * part); a size of 0 covers its start alone, as in perf's
 	 * symbols__find */

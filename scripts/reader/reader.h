@@ -288,6 +288,13 @@ int tally_finish(struct tally *t);
 /* lines.c: allocsites-read --lines FILE */
 int lines_main(const char *path);
 int symbols_main(const char *path);      /* symtab.c */
+
+/* Ranges sorted by start (ranges.c): elements of `stride` bytes whose
+ * first field is their start, a u64. ranges_upto: how many start at or
+ * before x (binary search). ranges_reach: reach[i], the highest end
+ * (the u64 at end_off) of elements 0..i, malloc'ed; NULL: no memory. */
+size_t ranges_upto(const void *base, size_t n, size_t stride, u64 x);
+u64 *ranges_reach(const void *base, size_t n, size_t stride, size_t end_off);
 extern u64 symtab_fast, symtab_slow, symtab_mismatch;
 
 #endif

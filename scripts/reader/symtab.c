@@ -27,7 +27,8 @@
 enum { LAZY = 16 };
 
 struct sized {
-	u64 value, end;         /* the module's addresses: [value, end) */
+	u64 value, end;         /* the module's addresses: [value, end),
+				 * end at most the top of the space */
 	u64 size;
 	int ndx;                /* its index in libdw's table */
 	int bind;               /* binding_value: global 3, weak 2, local 1 */
@@ -105,20 +106,16 @@ static void build(struct symtab *t, Dwfl_Module *mod)
 				t->exact[t->nexact++] = value;
 			continue;
 		}
-		t->s[t->n++] = (struct sized){ value, value + sym.st_size,
+		u64 end = value + sym.st_size;   /* at most the top */
+		t->s[t->n++] = (struct sized){ value, end < value ? ~0ull : end,
 					       sym.st_size, i,
 					       binding_value(&sym), name };
 	}
 	qsort(t->s, t->n, sizeof(*t->s), by_value);
 	qsort(t->exact, t->nexact, sizeof(*t->exact), by_u64);
-	t->reach = malloc((t->n ? t->n : 1) * sizeof(*t->reach));
-	if (!t->reach)
-		return;
-	for (size_t i = 0; i < t->n; i++) {
-		u64 end = t->s[i].end < t->s[i].value ? ~0ull : t->s[i].end;
-		t->reach[i] = i && t->reach[i - 1] > end ? t->reach[i - 1] : end;
-	}
-	t->ok = 1;
+	t->reach = ranges_reach(t->s, t->n, sizeof(*t->s),
+				offsetof(struct sized, end));
+	t->ok = t->reach != NULL;
 }
 
 static int has_exact(const struct symtab *t, u64 pc)
@@ -163,18 +160,11 @@ static int by_ndx(const void *a, const void *b)
 static int fast(const struct symtab *t, u64 pc, const char **name,
 		u64 *value)
 {
-	size_t lo = 0, hi = t->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (t->s[mid].value <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	enum { MAXC = 64 };
 	const struct sized *global[MAXC], *local[MAXC];
 	size_t ng = 0, nl = 0;
-	for (size_t i = lo; i > 0 && t->reach[i - 1] > pc; i--) {
+	for (size_t i = ranges_upto(t->s, t->n, sizeof(*t->s), pc);
+	     i > 0 && t->reach[i - 1] > pc; i--) {
 		const struct sized *s = &t->s[i - 1];
 		if (pc - s->value >= s->size)
 			continue;
@@ -283,33 +273,16 @@ void symtab_forget_all(Dwfl *dwfl)
  * differ and the counts. Exit status 1 when any differs. */
 int symbols_main(const char *path)
 {
-	static const Dwfl_Callbacks callbacks = {
-		.find_debuginfo = dwfl_standard_find_debuginfo,
-		.section_address = dwfl_offline_section_address,
-	};
-	Dwfl *dwfl = dwfl_begin(&callbacks);
+	Dwfl_Module *mod;
+	Dwarf_Addr bias;
+	Dwfl *dwfl = offline_module(path, &mod, &bias);
 	if (!dwfl)
 		return 1;
-	dwfl_report_begin(dwfl);
-	Dwfl_Module *mod = dwfl_report_offline(dwfl, path, path, -1);
-	dwfl_report_end(dwfl, NULL, NULL);
-	Dwarf_Addr bias = 0;
-	if (!mod || !dwfl_module_getelf(mod, &bias)) {
-		fprintf(stderr, "allocsites-read: %s: %s\n", path,
-			dwfl_errmsg(-1));
-		dwfl_end(dwfl);
-		return 1;
-	}
 	struct symtab *t = symtab_of(mod);
 	if (t)
 		build(t, mod);
-	char buf[128];
-	u64 asked = 0, indexed = 0, differ = 0;
-	while (fgets(buf, sizeof buf, stdin)) {
-		char *end;
-		u64 addr = strtoull(buf, &end, 16);
-		if (end == buf)
-			continue;
+	u64 addr, asked = 0, indexed = 0, differ = 0;
+	while (next_address(&addr)) {
 		asked++;
 		u64 pc = addr + bias;
 		const char *name;
