@@ -9,13 +9,8 @@ import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TRACEFS = "/sys/kernel/tracing"
-
-
-def tracefs_mounted():
-    with open("/proc/mounts") as f:
-        return any(len(l.split()) > 2 and l.split()[2] == "tracefs"
-                   for l in f)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scripts"))
+from allocsites_lib.record.tracefs import TRACEFS, tracefs_mounted  # noqa: E402
 
 
 class TracefsForTheRun:
@@ -27,7 +22,7 @@ class TracefsForTheRun:
 
     def __enter__(self):
         self.mounted = False
-        if os.geteuid() == 0 and not tracefs_mounted() and \
+        if os.geteuid() == 0 and tracefs_mounted() is None and \
                 os.path.isdir(TRACEFS):
             self.mounted = subprocess.run(
                 ["mount", "-t", "tracefs", "nodev", TRACEFS],
@@ -35,7 +30,7 @@ class TracefsForTheRun:
         return self
 
     def __exit__(self, *exc):
-        if self.mounted and tracefs_mounted():
+        if self.mounted and tracefs_mounted() is not None:
             subprocess.run(["umount", TRACEFS], stderr=subprocess.DEVNULL)
         return False
 
