@@ -22,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { R_EMPTY, R_OK, R_END, R_FALLBACK };
+/* R_END: a pc in no module, the last frame; R_OUTERMOST: the CFI says
+ * the frame has no caller */
+enum { R_EMPTY, R_OK, R_END, R_OUTERMOST, R_FALLBACK };
 
 struct rule {
 	u64 pc;
@@ -142,7 +144,10 @@ static void make_rule(Dwfl *dwfl, u64 pc, struct rule *r)
 	if (dwarf_frame_register(f, 16, mem, &ops, &n) != 0)
 		goto out;
 	if (n == 0) {
-		r->kind = R_END;   /* the outermost frame (_start, clone3) */
+		/* undefined: the outermost frame (_start, clone3,
+		 * __start_context); same-value (ops NULL) is libdw's */
+		if (ops)
+			r->kind = R_OUTERMOST;
 		goto out;
 	}
 	if (!saved_at(ops, n, &r->ra_off) || n == 1)
@@ -191,8 +196,10 @@ static int read_word(const struct sample *s, u64 sp0, u64 addr, u64 *v)
 }
 
 int cfi_unwind(struct cfi_cache *c, Dwfl *dwfl, const struct sample *s,
-	       int ip_pos, int sp_pos, int bp_pos, u64 *pcs, int max)
+	       int ip_pos, int sp_pos, int bp_pos, u64 *pcs, int max,
+	       int *end)
 {
+	*end = END_NONE;
 	if (ip_pos < 0 || sp_pos < 0 || bp_pos < 0 || max < 1)
 		return -1;
 	u64 pc = word(s->regs, (u64)ip_pos), sp = word(s->regs, (u64)sp_pos),
@@ -206,10 +213,17 @@ int cfi_unwind(struct cfi_cache *c, Dwfl *dwfl, const struct sample *s,
 			return -1;
 		if (r->kind == R_END)
 			break;
+		if (r->kind == R_OUTERMOST) {
+			*end = END_OUTERMOST;
+			break;
+		}
 		u64 cfa = (r->cfa_rbp ? bp : sp) + (u64)(int64_t)r->cfa_off;
-		u64 ra;
-		if (!read_word(s, sp0, cfa + (u64)(int64_t)r->ra_off, &ra))
-			break;   /* the stack copy ends: so does libdw */
+		u64 ra, at = cfa + (u64)(int64_t)r->ra_off;
+		if (!read_word(s, sp0, at, &ra)) {
+			/* the stack copy ends: so does libdw */
+			*end = end_of_read(sp0, at);
+			break;
+		}
 		if (r->bp_saved &&
 		    !read_word(s, sp0, cfa + (u64)(int64_t)r->bp_off, &bp))
 			return -1;

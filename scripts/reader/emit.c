@@ -52,7 +52,9 @@ struct rawframe {
 	u64 addr, off, ip;
 };
 /* A raw stack: its raw frames, leaf first, without the pcs at or past
- * 2^63 (perf's end-of-unwind markers, which parse.raw_frames drops):
+ * 2^63 (perf's end-of-unwind markers, which parse.raw_frames drops) but
+ * the reader's own two (PC_OUTERMOST, PC_SWITCHED: a last raw frame of
+ * DSO "[outermost]" or "[stack switched]", and nothing else):
  * the tally's key is (raw stack, tag), the report's (frames, tag). */
 struct rawstack {
 	struct rawstack *next;
@@ -295,6 +297,15 @@ u32 emit_stack(struct emitter *e, struct proc *p, const u64 *pcs, int n,
 	u32 raws[MAX_FRAMES];
 	u32 nraw = 0;
 	for (int i = 0; i < n; i++) {
+		if (pcs[i] == PC_OUTERMOST || pcs[i] == PC_SWITCHED) {
+			/* the stack's end (reader.h): a raw frame of its own
+			 * (parse.py's END_DSOS), no pc, no file */
+			raws[nraw++] = raw_frame(e, string_id(e,
+				pcs[i] == PC_OUTERMOST ? "[outermost]"
+						       : "[stack switched]"),
+				0, 0, 0, 0, 0);
+			continue;
+		}
 		const struct frament *f = frame_id(e, p, pcs[i]);
 		if (pcs[i] < 1ull << 63)
 			raws[nraw++] = f->raw;

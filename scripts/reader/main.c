@@ -117,6 +117,11 @@ static void text_event(struct ctx *c, const struct sample *s, int n,
 	printf("\n");
 	struct proc *p = proc_get(s->pid);
 	for (int i = 0; i < n; i++) {
+		if (c->pcs[i] == PC_OUTERMOST || c->pcs[i] == PC_SWITCHED) {
+			printf("\t-- %s\n", c->pcs[i] == PC_OUTERMOST ?
+			       "outermost" : "stack switched");
+			continue;
+		}
 		const struct map *m = proc_map_at(p, c->pcs[i]);
 		u64 addr = 0, off = 0;
 		const char *sym = NULL;
@@ -157,9 +162,15 @@ static int on_sample(struct ctx *c, const u8 *rec, u32 size, u64 at)
 	}
 	c->samples++;
 	int n = 0;
-	if (s.regs && s.stack)
-		n = unwind_sample(p, &s, c->pcs, MAX_FRAMES);
-	else if (s.nr_callchain)
+	if (s.regs && s.stack) {
+		/* one slot kept for the stack's end marker (reader.h) */
+		int end;
+		n = unwind_sample(p, &s, c->pcs, MAX_FRAMES - 1, &end);
+		if (n && end == END_OUTERMOST)
+			c->pcs[n++] = PC_OUTERMOST;
+		else if (n && end == END_SWITCHED)
+			c->pcs[n++] = PC_SWITCHED;
+	} else if (s.nr_callchain)
 		n = user_chain(&s, c->pcs, MAX_FRAMES);
 	if (c->text) {
 		text_event(c, &s, n, args, fmt->nfields);

@@ -224,10 +224,43 @@ unsigned proc_generation(const struct proc *p);
 void **proc_unwind_slot(struct proc *p);
 const struct map *proc_maps(const struct proc *p, size_t *n);
 
+/* Why an unwound stack ends, where the unwinder can tell:
+ *   END_OUTERMOST  the CFI says the last frame has no caller (its return
+ *                  address is undefined or 0): a process's, a thread's or
+ *                  a coroutine's first function;
+ *   END_COPY       the next return address lies past the stack copy,
+ *                  within what a larger --stack-size would copy;
+ *   END_SWITCHED   it lies where no copy from the sample's stack pointer
+ *                  reaches (below it, or further above than perf copies
+ *                  at most): the stack goes on elsewhere (a signal handler
+ *                  on sigaltstack, a coroutine or fiber, or a frame
+ *                  pointer that is not one);
+ *   END_NONE       anything else (a pc in no file, JIT code, no CFI, the
+ *                  frame limit).
+ * The stream ends a stack of the first and the third with a marker frame
+ * (emit.c): perf's own unwinding tells neither, and its end of a copy
+ * (a frame at -1) is the report's default reading of a stack that does
+ * not reach a start function. */
+enum { END_NONE, END_OUTERMOST, END_COPY, END_SWITCHED };
+/* The marker pcs unwind_sample's caller appends for them: above every
+ * user address, and none of the kernel's PERF_CONTEXT_* values. */
+#define PC_OUTERMOST ((u64)-2)
+#define PC_SWITCHED ((u64)-3)
+/* perf's largest --stack-size (the kernel takes at most 65528) */
+#define STACK_COPY_MAX 65528u
+/* END_COPY or END_SWITCHED for a read at addr that the copy, taken at
+ * sp, does not hold. */
+static inline int end_of_read(u64 sp, u64 addr)
+{
+	return addr >= sp && addr - sp < STACK_COPY_MAX ? END_COPY
+							: END_SWITCHED;
+}
+
 /* unwind.c: the frames of one sample, leaf first, callers' pcs moved
- * back into the call instruction (as perf does). Returns the count. */
+ * back into the call instruction (as perf does). Returns the count, and
+ * why the stack ends in *end (END_*). */
 int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs,
-		  int max);
+		  int max, int *end);
 /* The process exited: its libdw state (modules, their files and parsed
  * CFI) is freed; a later sample of the pid makes it again. */
 void unwind_forget(struct proc *p);
@@ -240,7 +273,7 @@ void cfi_cache_free(struct cfi_cache *c);
 struct Dwfl;
 int cfi_unwind(struct cfi_cache *c, struct Dwfl *dwfl,
 	       const struct sample *s, int ip_pos, int sp_pos, int bp_pos,
-	       u64 *pcs, int max);
+	       u64 *pcs, int max, int *end);
 extern u64 unwind_fast, unwind_slow, unwind_mismatch;
 
 /* JIT code's names (perfmap.c): whether a mapping's path is memory

@@ -51,6 +51,10 @@ struct unw {
 	const struct sample *s;
 	u64 *pcs;
 	int n, max;
+	/* since the last frame was taken: a read the copy did not hold
+	 * (failed, at failed_at), and whether frame_cb stopped libdw */
+	int failed, stopped;
+	u64 failed_at;
 };
 
 /* What a file's program headers say, once per path. */
@@ -192,8 +196,11 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 	u64 start = word(s->regs, (u64)sp);
 	/* no wrap-around: sp and addr can lie at the top of the space */
 	if (addr < start || s->stack_size < sizeof(Dwarf_Word) ||
-	    addr - start > s->stack_size - sizeof(Dwarf_Word))
+	    addr - start > s->stack_size - sizeof(Dwarf_Word)) {
+		u->failed = 1;
+		u->failed_at = addr;
 		return false;
+	}
 	memcpy(result, s->stack + (addr - start), sizeof(*result));
 	return true;
 }
@@ -373,11 +380,15 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	struct unw *u = arg;
 	Dwarf_Addr pc;
 	bool activation;
-	if (!dwfl_frame_pc(state, &pc, &activation))
+	if (!dwfl_frame_pc(state, &pc, &activation)) {
+		u->stopped = 1;
 		return DWARF_CB_ABORT;
+	}
 	if (!activation)
 		pc--;
 	u->pcs[u->n++] = pc;
+	u->failed = 0;   /* what failed on the way here did not end it */
+	u->stopped = 1;
 	/* A pc in no module (JIT code in anonymous memory) is the last
 	 * frame. libdw would go on with its frame-pointer fallback
 	 * (ebl_unwind), right where the JIT keeps frame pointers and
@@ -387,16 +398,21 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	 * rest of the same stacks. */
 	if (u->n > 1 && !dwfl_addrmodule(u->dwfl, pc))
 		return DWARF_CB_ABORT;
-	return u->n >= u->max ? DWARF_CB_ABORT : DWARF_CB_OK;
+	if (u->n >= u->max)
+		return DWARF_CB_ABORT;
+	u->stopped = 0;
+	return DWARF_CB_OK;
 }
 
 static int libdw_unwind(struct unw *u, struct proc *p, const struct sample *s,
-			u64 *pcs, int max)
+			u64 *pcs, int max, int *end)
 {
 	u->s = s;
 	u->pcs = pcs;
 	u->n = 0;
 	u->max = max;
+	u->failed = u->stopped = 0;
+	*end = END_NONE;
 	if (!u->attached) {
 		if (!dwfl_attach_state(u->dwfl, NULL, (pid_t)proc_pid(p),
 				       &thread_callbacks, u)) {
@@ -409,11 +425,20 @@ static int libdw_unwind(struct unw *u, struct proc *p, const struct sample *s,
 		}
 		u->attached = 1;
 	}
-	dwfl_getthread_frames(u->dwfl, (pid_t)s->tid, frame_cb, u);
+	int rc = dwfl_getthread_frames(u->dwfl, (pid_t)s->tid, frame_cb, u);
+	/* libdw ends a stack whose return address it cannot read as it
+	 * ends the outermost frame (pc undefined, 0 returned): a read that
+	 * failed after the last frame is what tells them apart */
+	int sp = reg_pos(s, PERF_REG_SP);
+	if (u->n && !u->stopped && u->failed && sp >= 0)
+		*end = end_of_read(word(s->regs, (u64)sp), u->failed_at);
+	else if (u->n && !u->stopped && !u->failed && rc == 0)
+		*end = END_OUTERMOST;
 	return u->n;
 }
 
-int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs, int max)
+int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs, int max,
+		  int *end)
 {
 	static int verify = -1, no_cache;
 	static u64 check[MAX_FRAMES];
@@ -425,6 +450,7 @@ int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs, int max)
 		v = getenv("ALLOCSITES_READER_NO_CACHE");
 		no_cache = v && *v == '1';
 	}
+	*end = END_NONE;
 	if (!s->regs || !s->stack)
 		return 0;
 	struct unw *u = unw_of(p);
@@ -434,18 +460,21 @@ int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs, int max)
 	if ((u->attached || verify) && !no_cache)   /* libdw attaches first */
 		n = cfi_unwind(u->cfi, u->dwfl, s, reg_pos(s, 8),
 			       reg_pos(s, PERF_REG_SP), reg_pos(s, 6), pcs,
-			       max);
+			       max, end);
 	if (n >= 0 && !verify) {
 		unwind_fast++;
 		return n;
 	}
-	int m = libdw_unwind(u, p, s, n >= 0 ? check : pcs, max);
+	int libdw_end;
+	int m = libdw_unwind(u, p, s, n >= 0 ? check : pcs, max, &libdw_end);
 	if (n < 0) {
 		unwind_slow++;
+		*end = libdw_end;
 		return m;
 	}
 	unwind_fast++;
-	if (n != m || memcmp(pcs, check, (size_t)n * sizeof(*pcs)))
+	if (n != m || memcmp(pcs, check, (size_t)n * sizeof(*pcs)) ||
+	    *end != libdw_end)
 		unwind_mismatch++;
 	return n;
 }

@@ -71,7 +71,7 @@ AHEAD_DEBUG_FRAME = ("only .debug_frame covers the code: perf's libunwind "
 
 Program = collections.namedtuple("Program",
                                  "name argv ahead expect native_expect setup "
-                                 "record_args reference")
+                                 "record_args reference ends")
 
 
 def corpus(name):
@@ -79,7 +79,7 @@ def corpus(name):
 
 
 def P(name, argv=None, ahead=None, expect=(), native_expect=(),
-      setup=None, record_args=(), reference=None):
+      setup=None, record_args=(), reference=None, ends=()):
     """A corpus entry. argv: the command (default: the program alone);
     ahead: why the native reader may go further than perf (None: both
     must end at the same frame); expect: symbols (regular expressions,
@@ -92,10 +92,13 @@ def P(name, argv=None, ahead=None, expect=(), native_expect=(),
     reference: for an ahead program, a corpus program built from the
     same source with the same code but unwind tables perf reads: the
     native frames perf cannot check here must name, sample by sample,
-    the functions perf names there."""
+    the functions perf names there; ends: (the native reader's end of
+    a stack, a regular expression of the last function before it)
+    pairs some sample must show (reader.h: "outermost", "stack
+    switched")."""
     return Program(name, argv or [corpus(name)], ahead, tuple(expect),
                    tuple(native_expect), setup, list(record_args),
-                   reference)
+                   reference, tuple(ends))
 
 
 # At every level and with both compilers these keep frames of their own
@@ -106,6 +109,11 @@ CALLS = ("tree", "deep", "by_value", "take", "main")
 CALLS_LTO = tuple(r"%s(\.lto_priv\.\d+)?" % re.escape(n) for n in CALLS)
 EDGE = ("in_handler", "co_work", "with_alloca", "jumper", "thread_main",
         "main")
+# (the coroutine's first frame is glibc's __start_context, a local
+# symbol: unnamed without libc's debug symbols)
+EDGE_ENDS = (("outermost", "_start"), ("outermost", "__clone3"),
+             ("stack switched", r"__pthread_kill_implementation"),
+             ("stack switched", r"__start_context|\[unknown\]"))
 CXX = (r".*Level<9>::run.*", r".*Noisy::~Noisy", r".*recurse_fn.*",
        r".*Failure.*", r".*outline.*")
 
@@ -128,8 +136,13 @@ CORPUS = [
       reference="calls_gcc_O2"),
     # the signal trampoline named only by the native reader (see
     # compare_sample): native_expect checks that it is
-    P("edge_gcc_O2", expect=EDGE, native_expect=("__restore_rt",)),
-    P("edge_clang_O0", expect=EDGE, native_expect=("__restore_rt",)),
+    # the coroutine's stack ends at glibc's __start_context, whose CFI
+    # says it has no caller; the handler on sigaltstack interrupted a
+    # frame of the main stack, which no copy of the handler's reaches
+    P("edge_gcc_O2", expect=EDGE, native_expect=("__restore_rt",),
+      ends=EDGE_ENDS),
+    P("edge_clang_O0", expect=EDGE, native_expect=("__restore_rt",),
+      ends=EDGE_ENDS),
     # JIT code: both stop at it; the thunk /tmp/perf-PID.map names is
     # named alike, the other is [unknown] in both
     P("jit", expect=("take", r"jit_thunk \[lua\]"),
@@ -154,7 +167,10 @@ PERF_HEADER = re.compile(r"\s*(\d+)/(\d+)\s+(\d+\.\d{9}):\s+(\S+):")
 PERF_FRAME = re.compile(r"\t\s*([0-9a-f]+) (.*) \((.*)\)$")
 
 Frame = collections.namedtuple("Frame", "pc off sym dso")
-Sample = collections.namedtuple("Sample", "key frames")
+# end: the native reader's end of the stack ("outermost", "stack
+# switched": reader.h), None where it says none (and in perf's samples)
+Sample = collections.namedtuple("Sample", "key frames end",
+                                defaults=(None,))
 
 
 def split_sym(text):
@@ -173,6 +189,9 @@ def parse_native(text):
     for line in text.splitlines():
         if line.startswith("\t"):
             if cur is None:
+                continue
+            if line.startswith("\t-- "):   # the stack's end (main.c)
+                cur = samples[-1] = cur._replace(end=line[4:])
                 continue
             m = NATIVE_FRAME.match(line)
             if not m:
@@ -339,6 +358,16 @@ def compare_sample(perf, native, ahead, notes):
                 notes["alias"] += 1
                 continue
             return (j, "symbol differs"), False
+    if len(native.frames) == len(pframes):
+        # Why the stack ends: where the native reader says the last
+        # frame has no caller (its CFI), perf's libunwind stops without
+        # a failed read (no -1). Where it says the stack goes on where
+        # no copy reaches, perf may say either: at a coroutine's first
+        # frame (glibc's __start_context, whose CFI takes the CFA from
+        # rbx) libunwind stops as at an outermost frame.
+        if native.end == "outermost" and perf.frames[-1:] == [PERF_END]:
+            return (len(pframes), "native: the last frame has no caller; "
+                    "perf: its read failed (-1)"), False
     extra = len(native.frames) > len(pframes)
     if extra and not ahead and perf.frames[-1:] == [PERF_END] and \
             len(native.frames) == len(pframes) + 1:
@@ -367,6 +396,8 @@ def render_diff(i, perf, native, where, why):
         q = frame_text(native.frames[j]) if j < len(native.frames) else "-"
         mark = ">" if j == where else " "
         lines.append("%s %-3d %-58s %s" % (mark, j, p, q))
+    if native.end:
+        lines.append("  native: -- %s" % native.end)
     return "\n".join(lines)
 
 
@@ -598,6 +629,24 @@ class Differential(ProfileTest):
                       "all)\n%s" % (prog.name, bad, len(perf), frames, first))
         self.assertNames(prog, "the native reader", native,
                          prog.native_expect)
+        seen = {(n.end, n.frames[-1].sym[0]) for n in native
+                if n.end and n.frames}
+        if prog.ends:
+            # and each stack ends as the program made it: at _start or a
+            # thread's __clone3 (outermost), or else (the handler on
+            # sigaltstack, the coroutine) where no copy reaches
+            for i, n in enumerate(native):
+                last = n.frames[-1].sym[0] if n.frames else None
+                want = "outermost" if last in ("_start", "__clone3") \
+                    else "stack switched"
+                self.assertEqual(n.end, want, "%s: sample #%d ends at %s"
+                                 % (prog.name, i, last))
+        for end, name in prog.ends:
+            self.assertTrue(any(e == end and re.fullmatch(name, last)
+                                for e, last in seen),
+                            "%s: no stack of the native reader ends in %s "
+                            "after %s; seen: %s"
+                            % (prog.name, end, name, sorted(seen)))
         said = ", ".join("%s %d" % kv for kv in sorted(notes.items()))
         print("\n  %s: %d samples, %d perf frames, all equal in the native "
               "reader%s" % (prog.name, len(perf), frames,

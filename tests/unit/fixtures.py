@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import unittest
 
-from allocsites_lib.read.parse import Event, RawFrame
+from allocsites_lib.read.parse import END_DSOS, Event, RawFrame, end_frame
 from allocsites_lib.analyze.symbolize import Frame
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -96,7 +96,8 @@ class StubSymbolizer:
     to the Frames given, innermost first."""
 
     def __init__(self):
-        self.table = {}
+        # a stack's end markers have no frames, as in Symbolizer
+        self.table = {end_frame(dso): () for dso in END_DSOS}
         self.resolve_calls = []
         self.warnings = []
         self._next = 0x1000

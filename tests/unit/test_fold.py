@@ -6,6 +6,7 @@ from allocsites_lib.analyze.fold import NO_CALLER
 from allocsites_lib.read.tally import ExactEntry, Tally
 
 from fixtures import StubSymbolizer, alloc, fr, free, raw
+from allocsites_lib.read import parse
 from allocsites_lib.read.parse import Event
 from allocsites_lib.analyze.symbolize import Frame
 
@@ -258,6 +259,38 @@ class FoldSkipTest(unittest.TestCase):
                             alloc(self.w.stack(PROBE, PARSE, lib), 8),
                             alloc(self.w.stack(PROBE, PARSE, MAIN, START), 8)])
         self.assertEqual((result.truncated, result.truncated_at_jit), (3, 2))
+
+    def test_stack_the_reader_ended_at_an_outermost_frame_is_whole(self):
+        # a coroutine's or a custom thread's first function: no start
+        # function's name, but its CFI says it has no caller
+        entry = fr("co_entry", 50, "/src/co.c")
+        s = self.w.stack(PROBE, PARSE, entry) + [
+            parse.end_frame(parse.OUTERMOST_DSO)]
+        result = self.fold([alloc(s, 8)])
+        self.assertEqual(result.truncated, 0)
+        self.assertEqual(result.stacks[0].frames, (PARSE, entry))
+        # the same frames without the reader's word: cut short
+        cut = self.fold([alloc(self.w.stack(PROBE, PARSE, entry), 8)])
+        self.assertEqual(cut.truncated, 1)
+        self.assertEqual(cut.stacks[0].frames,
+                         (PARSE, entry, fold.CUT_SHORT))
+
+    def test_stacks_gone_elsewhere_counted_apart_under_their_root(self):
+        lib = fr("raise+0x10", 0, "/usr/lib/libc.so", dso="/usr/lib/libc.so")
+        switched = self.w.stack(PROBE, PARSE, lib) + [
+            parse.end_frame(parse.SWITCHED_DSO)]
+        result = self.fold([alloc(switched, 8), alloc(switched, 8),
+                            alloc(self.w.stack(PROBE, PARSE, lib), 8),
+                            alloc(self.w.stack(PROBE, PARSE, MAIN, START), 8)])
+        self.assertEqual((result.truncated, result.truncated_switched,
+                          result.truncated_at_jit), (3, 2, 0))
+        self.assertEqual(sorted((s.frames, s.count) for s in result.stacks),
+                         sorted([((PARSE, lib, fold.SWITCHED), 2),
+                                 ((PARSE, lib, fold.CUT_SHORT), 1),
+                                 ((PARSE, MAIN, START), 1)]))
+        # one site: the marker is no frame of the stack
+        self.assertEqual([(s.frame, s.count) for s in result.sites],
+                         [(PARSE, 4)])
 
     def test_no_callchain_is_no_caller_not_truncated(self):
         result = self.fold([alloc([], 8), alloc([], 2)])

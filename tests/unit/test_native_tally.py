@@ -72,6 +72,10 @@ def parse_text(out):
     for line in out.split(b"\n"):
         if not line:
             continue
+        if line.startswith(b"\t-- ") and events:
+            # the stack's end (main.c): (None, its marker's DSO)
+            events[-1][5].append((None, parse.END_TEXT[_str(line[4:])]))
+            continue
         if line.startswith(b"\t"):
             m = _FRAME.match(line)
             if m is None or not events:
@@ -100,10 +104,14 @@ def parse_text(out):
     return events
 
 
+def _frames_only(frames):
+    return [f for f in frames if f[0] is not None]
+
+
 def perf_chain(frames):
     """perf script's common_callchain for the frames of a --text event."""
     chain = []
-    for pc, sym, off, path, addr in frames:
+    for pc, sym, off, path, addr in _frames_only(frames):
         entry = {"ip": pc, "dso": path}
         if sym is not None:
             entry["sym"] = {"start": addr - off, "end": addr - off,
@@ -142,16 +150,19 @@ def read_events(events):
 def in_files(value, frames):
     """read_events's value with the reader's convention for a frame
     without a symbol in a file it read (emit.c, native.frame): named by
-    its address in the file, which perf's entry has no field for."""
+    its address in the file, which perf's entry has no field for; and
+    the stack's end marker (reader.h), which perf's chain has none of."""
     if value is None or not isinstance(value[6], tuple):
         return value
-    user = [f for f in frames if f[0] < parse._USER_IP_LIMIT]
+    ends = [f[1] for f in frames if f[0] is None]
+    user = [f for f in _frames_only(frames) if f[0] < parse._USER_IP_LIMIT]
     raws = value[6]
     assert len(user) == len(raws), (user, raws)
     fixed = tuple(
         parse.RawFrame(r.dso, addr, None, None, None)
         if r.addr is None and addr is not None else r
-        for r, (_, _, _, _, addr) in zip(raws, user))
+        for r, (_, _, _, _, addr) in zip(raws, user)) + \
+        tuple(parse.end_frame(dso) for dso in ends)
     if fixed == tuple(raws):
         return value
     if isinstance(raws, parse.GuestFrames):

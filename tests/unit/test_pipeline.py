@@ -7,11 +7,12 @@ import tempfile
 import xml.etree.ElementTree as ET
 
 from allocsites_lib.render import csvout, jsonout, table, timeline
-from allocsites_lib.analyze import assemble, fold, stale, wrappers
+from allocsites_lib.analyze import assemble, fold, pprofdata, stale, wrappers
 from allocsites_lib.render import outputs
 from allocsites_lib.cli import options
 from allocsites_lib.read import elf as elfmod
 from allocsites_lib.analyze.fold import Stack
+from allocsites_lib.read import parse
 from allocsites_lib.read.tally import Tally
 from allocsites_lib.read.parse import Event, RawFrame
 from allocsites_lib.analyze.symbolize import Frame, Symbolizer
@@ -139,6 +140,34 @@ class BuildReportTest(unittest.TestCase):
         r = assemble.build(t, options.parse([]), symbolizer(), 0, None)
         self.assertEqual(r.warnings, [])
         self.assertEqual(r.profile.truncated, 0)
+
+    def test_stack_ends_the_reader_gave(self):
+        # outermost: whole, no warning; switched: its own warning, not
+        # the advice to raise --stack-size; neither end is a frame, a
+        # DSO or a pprof Location
+        t = Tally()
+        outermost = parse.end_frame(parse.OUTERMOST_DSO)
+        switched = parse.end_frame(parse.SWITCHED_DSO)
+        t.add(alloc([PROBE, PARSE, MAIN10, outermost], 4))
+        t.add(alloc([PROBE, LEX, switched], 4)._replace(ptr=0x20))
+        t.add(alloc([PROBE, LEX, switched], 4)._replace(ptr=0x30))
+        self.assertEqual(t.dsos(), {APP})
+        r = assemble.build(t, options.parse([]), symbolizer(), 0, None)
+        self.assertEqual(r.warnings, [
+            "2 allocations have stacks that go on where no stack copy "
+            "reaches (a signal handler on an alternate stack, a coroutine "
+            "or fiber, or a frame pointer that is not one): a larger "
+            "--stack-size does not help; the frames from the allocator to "
+            "the switch are complete"])
+        self.assertEqual((r.profile.truncated, r.profile.truncated_switched),
+                         (2, 2))
+        self.assertEqual(
+            sorted([f.function for f in s.frames] for s in r.profile.stacks),
+            [["lex", "[stack switched]"], ["parse_expr", "main"]])
+        data = pprofdata.Locations(symbolizer(), None)
+        ids = data.stack_ids((PROBE, LEX, switched))
+        self.assertEqual(len(ids), 2)
+        self.assertEqual(set(data.mappings), {APP})
 
     def test_duplicates_counted_by_kind_without_a_warning(self):
         # perf 6.1 writes a record twice now and then: dropped exactly,

@@ -2,6 +2,7 @@ import os, sys, threading, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
 from allocsites_lib.analyze import symbolize
+from allocsites_lib.read import parse
 from allocsites_lib.read.parse import RawFrame
 from allocsites_lib.analyze.symbolize import Frame, Symbolizer, parse_addr2line
 
@@ -286,6 +287,16 @@ class SymbolizerFakeTest(unittest.TestCase):
                              "[unknown] perf-4242.map+0x7f0000002005")
         self.assertEqual(self.a2l.calls, [])
         self.assertEqual(self.sym.warnings, [])   # one frame was named
+
+    def test_stack_end_markers_have_no_frames(self):
+        for dso in (parse.OUTERMOST_DSO, parse.SWITCHED_DSO):
+            self.assertEqual(self.sym.frames(parse.end_frame(dso)), ())
+        self.assertEqual(self.sym.warnings, [])
+        self.assertEqual(self.a2l.calls, [])
+        self.assertEqual(self.sym.expand([
+            RawFrame(APP, 0x1100, "main", 0x10, None),
+            parse.end_frame(parse.OUTERMOST_DSO)]),
+            list(self.sym.frames(RawFrame(APP, 0x1100, "main", 0x10, None))))
 
     def test_jit_map_naming_nothing_is_said(self):
         jit = "/tmp/perf-4242.map"

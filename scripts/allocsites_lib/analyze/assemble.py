@@ -264,7 +264,15 @@ def _more_warnings(tally, opts, names, tags, mode, result, unwind, data,
                         "it, and perf's unwinding stops there too; the "
                         "frames from the allocator to the JIT code are "
                         "complete" % at_jit)
-    cut = result.truncated - at_jit
+    switched = result.truncated_switched
+    if switched:
+        warnings.append("%d allocations have stacks that go on where no "
+                        "stack copy reaches (a signal handler on an "
+                        "alternate stack, a coroutine or fiber, or a frame "
+                        "pointer that is not one): a larger --stack-size "
+                        "does not help; the frames from the allocator to "
+                        "the switch are complete" % switched)
+    cut = result.truncated - at_jit - switched
     if cut and unwind == "fp":
         warnings.append("%d allocations have stacks cut short (not reaching "
                         "main/_start): the kernel's frame-pointer walk stops "

@@ -50,6 +50,9 @@ NO_CALLER = Frame("[no caller]", "", 0, "", False)
 # one named box in the flame graph, instead of towers under whatever
 # frame the copy happened to end in.
 CUT_SHORT = Frame("[stack cut short]", "", 0, "", False)
+# The root of every stack the native reader saw go on where no stack copy
+# reaches (parse.SWITCHED_DSO): a larger --stack-size would not help.
+SWITCHED = Frame("[stack switched]", "", 0, "", False)
 
 
 class Site:
@@ -93,10 +96,13 @@ Stack = collections.namedtuple("Stack", "frames count bytes tags peak leaked "
 # Report's profile. site_of: {(raw stack, tag): (function, file, line) of
 # its site}, for whatever is kept per key elsewhere (the timeline's series).
 # truncated_at_jit: of truncated, the allocations whose stack ends in JIT
-# code (no CFI: no unwinder goes past it).
+# code (no CFI: no unwinder goes past it); truncated_switched: of
+# truncated, those whose stack goes on where no copy reaches
+# (parse.SWITCHED_DSO). A stack the reader saw end at a frame without a
+# caller (parse.OUTERMOST_DSO) is whole, whatever its first function.
 Profile = collections.namedtuple(
-    "Profile", "sites stacks count bytes truncated site_of truncated_at_jit",
-    defaults=(None, 0))
+    "Profile", "sites stacks count bytes truncated site_of truncated_at_jit "
+    "truncated_switched", defaults=(None, 0, 0))
 
 
 def tag_label(tag, names):
@@ -155,7 +161,7 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
     stacks = collections.OrderedDict()
     site_of = {}
     stack_live = collections.defaultdict(lambda: [0, 0, 0])
-    total_count = total_bytes = truncated = at_jit = 0
+    total_count = total_bytes = truncated = at_jit = switched = 0
     expand = symbolizer.expand
     labels = {}   # tag -> its label, or _LEFT_OUT by --tag: once a tag
     for (frames, tag), entry in entries.items():
@@ -170,12 +176,17 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
         chain = call_site_stack(logical, skip_re)
         if guest is not None:
             chain = guest.splice(parse.guest_of(frames), chain)
-        if logical and not reaches_root(logical):
+        end = parse.stack_end(frames)
+        if logical and end != parse.OUTERMOST_DSO and \
+                not reaches_root(logical):
             truncated += count
-            if parse.is_jit_map(logical[-1].dso):
+            if end == parse.SWITCHED_DSO:
+                switched += count
+            elif parse.is_jit_map(logical[-1].dso):
                 at_jit += count
             if chain:
-                chain += (CUT_SHORT,)
+                chain += (SWITCHED if end == parse.SWITCHED_DSO
+                          else CUT_SHORT,)
         site_frame = chain[0] if chain else NO_CALLER
         key = (site_frame.function, site_frame.file, site_frame.line)
         site_of[(frames, tag)] = key
@@ -223,7 +234,7 @@ def fold(tally, symbolizer, tag_names=None, skip=None, tags=None, depth=None,
     stack_list = by_size_then_functions(
         [stack(shown, total) for shown, total in stacks.items()])
     return Profile(ordered, stack_list, total_count, total_bytes, truncated,
-                   site_of, at_jit)
+                   site_of, at_jit, switched)
 
 
 def by_size_then_functions(stacks):

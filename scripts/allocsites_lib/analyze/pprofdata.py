@@ -30,7 +30,7 @@ Values are as the tally has them (floats in sampled mode)."""
 import re
 
 from ..read import elf as elfmod
-from ..read.parse import guest_of
+from ..read.parse import guest_of, without_end
 from .fold import leading_skipped, tag_label, tag_selected
 from .guest import GUEST_DSO, INTERPRETER
 from .symbolize import bare_function
@@ -92,6 +92,7 @@ class Locations:
         fold keeps the stack). guest: a GuestView (--guest): the guest
         frames of gid first, then the native frames outside the dispatch
         loop, as fold splices them."""
+        raws = without_end(raws)
         if guest is not None:
             head = [self.guest_location_id(f) for f in
                     (guest.frames(gid) if gid else (INTERPRETER,))]

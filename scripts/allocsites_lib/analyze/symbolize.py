@@ -175,6 +175,9 @@ class Symbolizer:
         for raw in raw_frames:
             if raw in self._cache:
                 continue
+            if raw.dso in parse.END_DSOS:
+                self._cache[raw] = ()   # a stack's end, not a frame
+                continue
             if parse.is_jit_map(raw.dso):
                 # JIT code: named from perf's map file or not at all,
                 # the run-time address either way; no ELF, no lines

@@ -117,6 +117,39 @@ _USER_IP_LIMIT = 1 << 63
 
 UNKNOWN_DSO = "[unknown]"
 
+# The native reader ends a raw stack with a raw frame of one of these
+# DSOs where its unwinding tells why the stack ends (scripts/reader/
+# reader.h): the CFI says the frame before it has no caller (a
+# process's, a thread's or a coroutine's first function), or the next
+# return address lies where no stack copy reaches (a signal handler on
+# sigaltstack, a coroutine or fiber, a frame pointer that is not one).
+# Not frames: they have no lines (symbolize.py) and no Location
+# (pprofdata.py). perf script tells neither: its stacks have none.
+OUTERMOST_DSO = "[outermost]"
+SWITCHED_DSO = "[stack switched]"
+END_DSOS = frozenset((OUTERMOST_DSO, SWITCHED_DSO))
+# allocsites-read --text's name of each ("\t-- outermost"), and the raw
+# frame the stream gives for it (emit.c: no address, ip 0)
+END_TEXT = {"outermost": OUTERMOST_DSO, "stack switched": SWITCHED_DSO}
+
+
+def end_frame(dso):
+    """The raw frame of a stack's end marker of DSO (END_DSOS)."""
+    return RawFrame(dso, None, None, None, 0)
+
+
+def stack_end(frames):
+    """OUTERMOST_DSO or SWITCHED_DSO where a key's raw frames end in
+    that marker, else None."""
+    if frames and frames[-1].dso in END_DSOS:
+        return frames[-1].dso
+    return None
+
+
+def without_end(frames):
+    """A key's raw frames without their end marker, if any."""
+    return frames[:-1] if stack_end(frames) else frames
+
 # perf's name for executable memory without a file (JIT code), whose
 # symbols a runtime may write there (scripts/reader/perfmap.c)
 _JIT_MAP = re.compile(r"/tmp/perf-\d+\.map\Z")

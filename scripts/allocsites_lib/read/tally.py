@@ -284,7 +284,8 @@ class Tally:
 
     def dsos(self):
         """Every DSO that appears in a recorded stack."""
-        return {raw.dso for frames, _ in self.keys() for raw in frames}
+        return {raw.dso for frames, _ in self.keys() for raw in frames
+                if raw.dso not in parse.END_DSOS}
 
 
 def _same(name, mine, theirs):
