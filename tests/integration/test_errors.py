@@ -324,13 +324,21 @@ class Errors(ProfileTest):
         self.assertGreater(recorded, 0)
         out = os.path.join(self.tmp, "r.json")
         rep = allocsites(["report", "-i", data, "--json", out])
-        self.assertEqual(rep.returncode, 0, rep.stderr)
+        # perf 6.1 -z now and then stops at SIGINT inside its last
+        # compressed record (once in a fresh make check, 2026-11-27): the
+        # report must then say the recording is incomplete (exit 3),
+        # and still report every record the summary counted
+        tail_cut = "last compressed record was cut short" in rep.stderr
+        self.assertEqual(rep.returncode, 3 if tail_cut else 0, rep.stderr)
         with open(out) as f:
             report = json.load(f)
         # Everything recorded is reported (the summary, like the report,
         # leaves out the records perf wrote twice), and none of it can be
         # checked: the program never reached exit().
         self.assertEqual(report["totals"]["count"], recorded)
+        if tail_cut:
+            self.assertIs(report["complete"], False)
+            return
         self.assertIsNone(report["complete"])
         self.assertEqual(report["check"]["unchecked_by_kind"]["alloc"],
                          report["totals"]["count"])
