@@ -153,6 +153,9 @@ class BuildReportTest(unittest.TestCase):
         t.add(alloc([PROBE, LEX, switched], 4)._replace(ptr=0x30))
         self.assertEqual(t.dsos(), {APP})
         r = assemble.build(t, options.parse([]), symbolizer(), 0, None)
+        # dsos is remembered until a key is added
+        t.add(alloc([PROBE, ROOT], 4)._replace(ptr=0x40))
+        self.assertEqual(t.dsos(), {APP, LIB})
         self.assertEqual(r.warnings, [
             "2 allocations have stacks that go on where no stack copy "
             "reaches (a signal handler on an alternate stack, a coroutine "

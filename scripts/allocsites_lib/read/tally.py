@@ -283,9 +283,15 @@ class Tally:
         return list(self.stacks) + list(self.sampled)
 
     def dsos(self):
-        """Every DSO that appears in a recorded stack."""
-        return {raw.dso for frames, _ in self.keys() for raw in frames
-                if raw.dso not in parse.END_DSOS}
+        """Every DSO that appears in a recorded stack. Kept while no key
+        is added (keys are only ever added): a report asks five times, a
+        pass over every frame of every key each."""
+        n = len(self.stacks) + len(self.sampled)
+        memo = getattr(self, "_dsos", None)
+        if memo is None or memo[0] != n:
+            found = {raw.dso for frames, _ in self.keys() for raw in frames}
+            memo = self._dsos = (n, frozenset(found - parse.END_DSOS))
+        return set(memo[1])
 
 
 def _same(name, mine, theirs):
