@@ -146,7 +146,9 @@ def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
         return made(None, why)
     if unchecked:
         why = ("%d events of %d process%s without an rt:exit event (killed, "
-               "exec'd, ended by _exit, or built with an older rt_probes.h)"
+               "exec'd, ended by _exit, built with an older rt_probes.h, or "
+               "forked and run beside its siblings, whose probes can stop "
+               "firing: docs/limitations.md, \"Forked processes\")"
                % (unchecked, unchecked_pids,
                   "" if unchecked_pids == 1 else "es"))
         if lost is None:
