@@ -228,13 +228,15 @@ const struct map *proc_maps(const struct proc *p, size_t *n);
  *   END_OUTERMOST  the CFI says the last frame has no caller (its return
  *                  address is undefined or 0): a process's, a thread's or
  *                  a coroutine's first function;
- *   END_COPY       the next return address lies past the stack copy,
- *                  within what a larger --stack-size would copy;
- *   END_SWITCHED   it lies where no copy from the sample's stack pointer
- *                  reaches (below it, or further above than perf copies
- *                  at most): the stack goes on elsewhere (a signal handler
- *                  on sigaltstack, a coroutine or fiber, or a frame
- *                  pointer that is not one);
+ *   END_COPY       the next return address lies past the stack copy's
+ *                  end, on the same stack: within what a larger
+ *                  --stack-size would copy, or a frame or so past the
+ *                  largest copy perf takes (a stack deeper than any);
+ *   END_SWITCHED   it lies elsewhere: below the sample's stack pointer,
+ *                  or further above it than the largest copy and a
+ *                  megabyte of frames more: the stack goes on on another
+ *                  stack (a signal handler on sigaltstack, a coroutine or
+ *                  fiber, or a frame pointer that is not one);
  *   END_NONE       anything else (a pc in no file, JIT code, no CFI, the
  *                  frame limit).
  * The stream ends a stack of the first and the third with a marker frame
@@ -246,14 +248,19 @@ enum { END_NONE, END_OUTERMOST, END_COPY, END_SWITCHED };
  * user address, and none of the kernel's PERF_CONTEXT_* values. */
 #define PC_OUTERMOST ((u64)-2)
 #define PC_SWITCHED ((u64)-3)
-/* perf's largest --stack-size (the kernel takes at most 65528) */
+/* perf's largest --stack-size (the kernel takes at most 65528), and how
+ * far past it a read still counts as the same stack: a megabyte of one
+ * frame's locals (a stack deeper than the largest copy fails within a
+ * frame of its end; the interrupted frame of a handler on sigaltstack,
+ * or a coroutine's parent, lies in another mapping) */
 #define STACK_COPY_MAX 65528u
+#define STACK_SAME_REACH (STACK_COPY_MAX + (1u << 20))
 /* END_COPY or END_SWITCHED for a read at addr that the copy, taken at
  * sp, does not hold. */
 static inline int end_of_read(u64 sp, u64 addr)
 {
-	return addr >= sp && addr - sp < STACK_COPY_MAX ? END_COPY
-							: END_SWITCHED;
+	return addr >= sp && addr - sp < STACK_SAME_REACH ? END_COPY
+							  : END_SWITCHED;
 }
 
 /* unwind.c: the frames of one sample, leaf first, callers' pcs moved

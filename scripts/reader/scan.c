@@ -14,6 +14,8 @@
  *   unwind dwarf|fp|none how the first tracepoint with a call graph took
  *                        its stacks (user registers and a stack copy, or
  *                        the kernel's frame-pointer chain)
+ *   stack_size N         with dwarf, the bytes of stack it copied a
+ *                        sample (perf's --call-graph dwarf,N); else 0
  *   cmdline ARG          perf's command line (feature CMDLINE), one line
  *                        an argument, in order
  *   records              the header was read: a failure after this line
@@ -842,6 +844,19 @@ static const char *unwind_of(const struct perffile *pf)
 	return "none";
 }
 
+/* The copy size of the attribute unwind_of reads (0 but for dwarf). */
+static u64 stack_size_of(const struct perffile *pf)
+{
+	for (int i = 0; i < pf->nattrs; i++) {
+		const struct attr *at = &pf->attrs[i];
+		if (at->sample_type & ST_CALLCHAIN &&
+		    at->type == PERF_TYPE_TRACEPOINT)
+			return at->sample_type & ST_REGS_USER ?
+				at->stack_user : 0;
+	}
+	return 0;
+}
+
 static const char scan_usage[] =
 	"usage: allocsites-read --scan [--times] FILE\n";
 
@@ -894,9 +909,10 @@ int scan_main(int argc, char **argv)
 		s.stacks = 0;   /* no depths either */
 	s.countdown = STACK_EVERY;
 	printf("allocsites-scan 1\ndata_size %llu\ncompressed %d\n"
-	       "all_tracepoints %d\nunwind %s\n",
+	       "all_tracepoints %d\nunwind %s\nstack_size %llu\n",
 	       (unsigned long long)pf->data_size, pf->compressed,
-	       s.all_tracepoints, unwind_of(pf));
+	       s.all_tracepoints, unwind_of(pf),
+	       (unsigned long long)stack_size_of(pf));
 	if (put_cmdline(pf, err, sizeof(err)))
 		goto fail;
 	printf("records\n");

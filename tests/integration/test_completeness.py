@@ -333,6 +333,23 @@ class DeepStacks(ProfileTest):
         self.assertRegex(deepest["frames"][-1]["function"], ROOT_FUNCTIONS)
         self.assertNotIn("stack", rep.stderr)
 
+    def test_stacks_deeper_than_the_largest_copy_are_said_so(self):
+        # t_deep 3000 with perf's largest copy: the deepest stacks go on
+        # past its 65528 bytes, and raising --stack-size is no advice
+        report, _, _, rep = self.profile(program("t_deep"), ["3000"],
+                                         record_args=["--stack-size", "65528"])
+        self.assertLossless(report)
+        self.assertMatchesTruth(report, merged_truth(
+            os.path.join(self.tmp, "truth.json")))
+        cut = report["truncated_allocations"]
+        self.assertGreater(cut, 0)
+        self.assertLess(cut, report["totals"]["count"])
+        self.assertIn("%d allocations have stacks cut short (not reaching "
+                      "main/_start): they are deeper than the largest stack "
+                      "copy perf takes (65528 bytes, this recording's "
+                      "--stack-size)" % cut, rep.stderr)
+        self.assertNotIn("raise --stack-size", rep.stderr)
+
     def test_cut_short_stacks_end_in_one_named_root(self):
         folded = os.path.join(self.tmp, "r.folded")
         report, _, _, rep = self.profile(program("t_deep"), ["400"],

@@ -582,6 +582,17 @@ def unwind_of(attrs):
     return "none"
 
 
+def stack_size_of(attrs):
+    """The copy size of the attribute unwind_of reads (0 but for
+    "dwarf")."""
+    for attr in attrs:
+        if attr.sample_type & SAMPLE_CALLCHAIN and \
+                attr.type == PERF_TYPE_TRACEPOINT:
+            return attr.stack_user \
+                if attr.sample_type & SAMPLE_REGS_USER else 0
+    return 0
+
+
 class _Count:
     """Stands for Scan.times when they are not kept (scan(keep_times=
     False)): counts the samples in constant memory."""
@@ -631,6 +642,7 @@ def _scan(mm, size, keep_times=True):
     result = Scan()
     result.data_size = data_size
     result.unwind = unwind_of(attrs)
+    result.stack_size = stack_size_of(attrs)
     if not keep_times:
         result.times = _Count()
     records = _Records(attrs, result)

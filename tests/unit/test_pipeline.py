@@ -172,6 +172,20 @@ class BuildReportTest(unittest.TestCase):
         self.assertEqual(len(ids), 2)
         self.assertEqual(set(data.mappings), {APP})
 
+    def test_cut_short_at_the_largest_copy_is_not_told_to_raise_it(self):
+        t = Tally()
+        t.add(alloc([PROBE, PARSE, MAIN10], 4))
+        for size, advice in ((8192, "raise --stack-size"),
+                             (65520, "raise --stack-size"),
+                             (65528, "deeper than the largest stack copy "
+                              "perf takes (65528 bytes, this recording's "
+                              "--stack-size); record with --unwind fp")):
+            r = assemble.build(t, options.parse([]), symbolizer(), 0, None,
+                               unwind="dwarf", stack_size=size)
+            self.assertEqual(len(r.warnings), 1, r.warnings)
+            self.assertIn("1 allocations have stacks cut short", r.warnings[0])
+            self.assertIn(advice, r.warnings[0])
+
     def test_duplicates_counted_by_kind_without_a_warning(self):
         # perf 6.1 writes a record twice now and then: dropped exactly,
         # counted in JSON, no warning on a recording that is whole.

@@ -16,6 +16,7 @@ import threading
 from . import (completeness, guest, liveview, liveness, pprofdata, threads,
                timeline_series)
 from ..read import parse
+from ..read.perfdata import STACK_COPY_MAX
 
 from ..read.elf import tag_names
 from .fold import fold, tag_selected
@@ -124,7 +125,7 @@ def resolve_ahead(tally, opts, symbolizer, mode):
 def build(tally, opts, symbolizer, lost, lost_reason, data=None,
           read_errors=(), interrupted=False, build_ids=None,
           attached=False, tail_cut=False, unwind=None, unseen=(),
-          still_running=False, stopped=None, running=()):
+          still_running=False, stopped=None, running=(), stack_size=0):
     """The Report of tally, as opts ask for it. data: the perf.data path,
     to notice binaries rebuilt since; build_ids: {path: set of hex
     build-ids} the recording's MMAP2 records name
@@ -132,7 +133,8 @@ def build(tally, opts, symbolizer, lost, lost_reason, data=None,
     read_errors: one-line strings, each a part of the recording that perf
     could not read (a failed perf script worker, perf's error lines): the
     profile is then incomplete; interrupted: the report stopped before
-    the end; unwind: how the stacks were taken (perfdata.Scan.unwind)."""
+    the end; unwind: how the stacks were taken (perfdata.Scan.unwind);
+    stack_size: the bytes of stack copied a sample (Scan.stack_size)."""
     names = collect_tag_names(tally, symbolizer)
     tags = set(opts.tag) if opts.tag else None
     mode = tally.mode()
@@ -172,8 +174,8 @@ def build(tally, opts, symbolizer, lost, lost_reason, data=None,
     for site, n, chain in wrapper_suspects(result):
         warnings.append(wrapper_advice(site, n, chain))
     sampling = _more_warnings(tally, opts, names, tags, mode, result,
-                              unwind, data, build_ids, gone, read_errors,
-                              warnings, bad_options)
+                              (unwind, stack_size), data, build_ids, gone,
+                              read_errors, warnings, bad_options)
     filters = {"tag": opts.tag, "min_size": opts.min_size,
                "depth": opts.depth, "top": opts.top, "skip": opts.skip,
                # RT_SKIP's, in effect as --skip is (appended to the contract)
@@ -224,11 +226,13 @@ def build(tally, opts, symbolizer, lost, lost_reason, data=None,
     return report
 
 
-def _more_warnings(tally, opts, names, tags, mode, result, unwind, data,
+def _more_warnings(tally, opts, names, tags, mode, result, stacks, data,
                    build_ids, gone, read_errors, warnings, bad_options):
     """build's warnings about the options, the sampling, the stacks
     and the binaries, appended to warnings (and bad_options); returns the
-    report's sampling ({samples, sample_bytes}, or None in exact mode)."""
+    report's sampling ({samples, sample_bytes}, or None in exact mode).
+    stacks: (unwind, stack_size), how the stacks were taken."""
+    unwind, stack_size = stacks
     if tags is not None:
         present = {label for _, tag in tally.entries(mode)
                    for label in (str(tag), names.get(tag))}
@@ -288,6 +292,12 @@ def _more_warnings(tally, opts, names, tags, mode, result, unwind, data,
                         % (cut, ", ".join(gone),
                            "is" if len(gone) == 1 else "are",
                            "it is" if len(gone) == 1 else "they are"))
+    elif cut and stack_size >= STACK_COPY_MAX:
+        warnings.append("%d allocations have stacks cut short (not reaching "
+                        "main/_start): they are deeper than the largest "
+                        "stack copy perf takes (%d bytes, this recording's "
+                        "--stack-size); record with --unwind fp if the "
+                        "program keeps frame pointers" % (cut, stack_size))
     elif cut:
         warnings.append("%d allocations have stacks cut short (not reaching "
                         "main/_start): raise --stack-size (8192 by default; "
@@ -403,7 +413,7 @@ def build_after_reading(tally, opts, symbolizer, lost, lost_reason,
                         read_errors=(), interrupted=False, build_ids=None,
                         attached=False, tail_cut=False, unwind=None,
                         unseen=(), still_running=False, stopped=None,
-                        running=()):
+                        running=(), stack_size=0):
     """build, plus what only the reading knows: handler exceptions,
     inline expansion, no events at all. Used (through
     pipeline.analyze_and_render) by allocsites.py's trace_end and by
@@ -413,7 +423,7 @@ def build_after_reading(tally, opts, symbolizer, lost, lost_reason,
                    build_ids=build_ids, attached=attached,
                    tail_cut=tail_cut, unwind=unwind, unseen=unseen,
                    still_running=still_running, stopped=stopped,
-                   running=running)
+                   running=running, stack_size=stack_size)
     if handler_errors:
         report.warnings.append("%d events raised in the handler and were "
                                "skipped" % handler_errors)

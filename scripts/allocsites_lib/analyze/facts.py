@@ -18,7 +18,7 @@ from ..record.binaries import (semaphore_trouble, stuck_semaphores_warning,
 
 Facts = collections.namedtuple(
     "Facts", "lost lost_reason build_ids attached tail_cut unwind unseen "
-             "still_running stopped running")
+             "still_running stopped running stack_size")
 
 
 def recording_facts(data, scan, probed, perf="perf"):
@@ -48,7 +48,8 @@ def recording_facts(data, scan, probed, perf="perf"):
         unwind=scan.unwind if scan is not None else None, unseen=unseen,
         still_running=bool(attached and running),
         stopped=scan.stopped if scan is not None else None,
-        running=tuple(running) if not attached else ())
+        running=tuple(running) if not attached else (),
+        stack_size=scan.stack_size if scan is not None else 0)
 
 
 def kwargs(facts):

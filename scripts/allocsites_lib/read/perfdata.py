@@ -41,6 +41,11 @@ class PerfDataError(Exception):
         self.in_data = in_data
 
 
+# The largest stack copy perf takes a sample (--call-graph dwarf,N: the
+# kernel's limit, a u16 less the sample's other fields, 8-aligned).
+STACK_COPY_MAX = 65528
+
+
 class Scan:
     """What one pass over a perf.data file found.
 
@@ -93,6 +98,9 @@ class Scan:
         # and a stack copy, unwound afterwards), "fp" (the kernel's
         # frame-pointer walk) or None (no call graph).
         self.unwind = None
+        # With "dwarf", the bytes of stack copied a sample (perf's
+        # --call-graph dwarf,N); else 0.
+        self.stack_size = 0
         # Processes the recording saw start (FORK of a new process, or
         # the COMM of the program perf started) and end (EXIT of the
         # thread whose tid is the pid). running(): those still running
@@ -269,7 +277,7 @@ def _scan_of_output(out, keep_times):
         elif key == b"cmdline":
             result.cmdline.append(_text(value))
         elif key in (b"samples", b"lost_records", b"decompressed",
-                     b"tail_cut", b"data_size"):
+                     b"tail_cut", b"data_size", b"stack_size"):
             setattr(result, key.decode(), int(value))
         elif key in (b"compressed", b"all_tracepoints"):
             setattr(result, key.decode(), value == b"1")

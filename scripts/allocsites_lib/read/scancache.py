@@ -107,6 +107,7 @@ def _fields(scan):
         "all_tracepoints": scan.all_tracepoints,
         "build_ids": {p: sorted(ids) for p, ids in scan.build_ids.items()},
         "unwind": scan.unwind,
+        "stack_size": scan.stack_size,
         "cmdline": scan.cmdline,
         "code": sorted(scan.code),
         "tail_cut": scan.tail_cut,
@@ -231,6 +232,9 @@ def _scan_of(fields, times):
     scan.unwind = fields.get("unwind")
     if scan.unwind not in (None, "dwarf", "fp", "none"):
         raise ValueError("unwind")
+    scan.stack_size = int(fields.get("stack_size") or 0)
+    if scan.stack_size < 0:
+        raise ValueError("stack_size")
     scan.pids = {int(tid): int(pid) for tid, pid in fields["pids"]}
     scan.depths = [(int(t), int(b)) for t, b in fields["depths"]]
     scan.started = set(map(int, fields["started"]))
