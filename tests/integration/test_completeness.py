@@ -334,9 +334,9 @@ class DeepStacks(ProfileTest):
         self.assertNotIn("stack", rep.stderr)
 
     def test_stacks_deeper_than_the_largest_copy_are_said_so(self):
-        # t_deep 3000 with perf's largest copy: the deepest stacks go on
+        # t_deep 1300 with perf's largest copy: the deepest stacks go on
         # past its 65528 bytes, and raising --stack-size is no advice
-        report, _, _, rep = self.profile(program("t_deep"), ["3000"],
+        report, _, _, rep = self.profile(program("t_deep"), ["1300"],
                                          record_args=["--stack-size", "65528"])
         self.assertLossless(report)
         self.assertMatchesTruth(report, merged_truth(

@@ -116,7 +116,9 @@ class Errors(ProfileTest):
         for extra in ([], ["-z"]):
             data = os.path.join(self.tmp, "cpu.data")
             rec = subprocess.run(
-                ["perf", "record", "-q", "-e", "cpu-clock", "-o", data] +
+                # -N: nothing left in ~/.debug (perf's build-id cache)
+                ["perf", "record", "-q", "-N", "-e", "cpu-clock", "-o",
+                 data] +
                 extra + ["--", program("t_basic"), "2000"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 universal_newlines=True, env=dict(os.environ,
@@ -140,8 +142,8 @@ class Errors(ProfileTest):
         # records in data.N): named as such, not "a directory"
         data = os.path.join(self.tmp, "threads.data")
         rec = subprocess.run(
-            ["perf", "record", "-q", "--threads", "-e", "cpu-clock", "-o",
-             data, "--", program("t_basic"), "200"],
+            ["perf", "record", "-q", "-N", "--threads", "-e", "cpu-clock",
+             "-o", data, "--", program("t_basic"), "200"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             universal_newlines=True, env=dict(os.environ,
                                               TRUTH_FILE=os.devnull))

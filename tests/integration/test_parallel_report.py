@@ -187,7 +187,8 @@ class ParallelReport(ProfileTest):
                                      universal_newlines=True)
                 name = re.findall(r"(sdt_rt:alloc(?:_\d+)?)\s", out.stdout)[0]
                 try:
-                    subprocess.run(["perf", "record", "-q"] + options +
+                    # -N: nothing left in ~/.debug (build-id cache)
+                    subprocess.run(["perf", "record", "-q", "-N"] + options +
                                    ["-e", name, "-o", data, "--", prog,
                                     "3000"], stdout=subprocess.DEVNULL,
                                    env=dict(os.environ, TRUTH_FILE=os.path.join(
