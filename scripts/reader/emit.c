@@ -297,13 +297,14 @@ u32 emit_stack(struct emitter *e, struct proc *p, const u64 *pcs, int n,
 	u32 raws[MAX_FRAMES];
 	u32 nraw = 0;
 	for (int i = 0; i < n; i++) {
-		if (pcs[i] == PC_OUTERMOST || pcs[i] == PC_SWITCHED) {
+		const char *end = end_name(pcs[i]);
+		if (end) {
 			/* the stack's end (reader.h): a raw frame of its own
 			 * (parse.py's END_DSOS), no pc, no file */
-			raws[nraw++] = raw_frame(e, string_id(e,
-				pcs[i] == PC_OUTERMOST ? "[outermost]"
-						       : "[stack switched]"),
-				0, 0, 0, 0, 0);
+			char dso[32];
+			snprintf(dso, sizeof(dso), "[%s]", end);
+			raws[nraw++] = raw_frame(e, string_id(e, dso),
+						 0, 0, 0, 0, 0);
 			continue;
 		}
 		const struct frament *f = frame_id(e, p, pcs[i]);

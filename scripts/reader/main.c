@@ -117,9 +117,8 @@ static void text_event(struct ctx *c, const struct sample *s, int n,
 	printf("\n");
 	struct proc *p = proc_get(s->pid);
 	for (int i = 0; i < n; i++) {
-		if (c->pcs[i] == PC_OUTERMOST || c->pcs[i] == PC_SWITCHED) {
-			printf("\t-- %s\n", c->pcs[i] == PC_OUTERMOST ?
-			       "outermost" : "stack switched");
+		if (end_name(c->pcs[i])) {
+			printf("\t-- %s\n", end_name(c->pcs[i]));
 			continue;
 		}
 		const struct map *m = proc_map_at(p, c->pcs[i]);
@@ -166,10 +165,8 @@ static int on_sample(struct ctx *c, const u8 *rec, u32 size, u64 at)
 		/* one slot kept for the stack's end marker (reader.h) */
 		int end;
 		n = unwind_sample(p, &s, c->pcs, MAX_FRAMES - 1, &end);
-		if (n && end == END_OUTERMOST)
-			c->pcs[n++] = PC_OUTERMOST;
-		else if (n && end == END_SWITCHED)
-			c->pcs[n++] = PC_SWITCHED;
+		if (n && end_pc(end))
+			c->pcs[n++] = end_pc(end);
 	} else if (s.nr_callchain)
 		n = user_chain(&s, c->pcs, MAX_FRAMES);
 	if (c->text) {

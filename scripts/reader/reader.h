@@ -248,6 +248,19 @@ enum { END_NONE, END_OUTERMOST, END_COPY, END_SWITCHED };
  * user address, and none of the kernel's PERF_CONTEXT_* values. */
 #define PC_OUTERMOST ((u64)-2)
 #define PC_SWITCHED ((u64)-3)
+/* The marker pc of an end the stream marks; 0 for the others. */
+static inline u64 end_pc(int end)
+{
+	return end == END_OUTERMOST ? PC_OUTERMOST :
+	       end == END_SWITCHED ? PC_SWITCHED : 0;
+}
+/* A marker pc's name (--text's "-- NAME", the stream's "[NAME]" DSO:
+ * parse.py's END_TEXT and END_DSOS); NULL for any other pc. */
+static inline const char *end_name(u64 pc)
+{
+	return pc == PC_OUTERMOST ? "outermost" :
+	       pc == PC_SWITCHED ? "stack switched" : NULL;
+}
 /* perf's largest --stack-size (the kernel takes at most 65528), and how
  * far past it a read still counts as the same stack: a megabyte of one
  * frame's locals (a stack deeper than the largest copy fails within a

@@ -832,29 +832,32 @@ static int layout(struct scan *s, char *err, size_t errlen)
 	return 0;
 }
 
-static const char *unwind_of(const struct perffile *pf)
+/* The first tracepoint attribute with a call graph, or NULL. */
+static const struct attr *graph_attr(const struct perffile *pf)
 {
 	for (int i = 0; i < pf->nattrs; i++) {
 		const struct attr *at = &pf->attrs[i];
 		if (at->sample_type & ST_CALLCHAIN &&
 		    at->type == PERF_TYPE_TRACEPOINT)
-			return at->sample_type & ST_REGS_USER &&
-				at->stack_user ? "dwarf" : "fp";
+			return at;
 	}
-	return "none";
+	return NULL;
+}
+
+static const char *unwind_of(const struct perffile *pf)
+{
+	const struct attr *at = graph_attr(pf);
+	if (!at)
+		return "none";
+	return at->sample_type & ST_REGS_USER && at->stack_user ? "dwarf"
+								 : "fp";
 }
 
 /* The copy size of the attribute unwind_of reads (0 but for dwarf). */
 static u64 stack_size_of(const struct perffile *pf)
 {
-	for (int i = 0; i < pf->nattrs; i++) {
-		const struct attr *at = &pf->attrs[i];
-		if (at->sample_type & ST_CALLCHAIN &&
-		    at->type == PERF_TYPE_TRACEPOINT)
-			return at->sample_type & ST_REGS_USER ?
-				at->stack_user : 0;
-	}
-	return 0;
+	const struct attr *at = graph_attr(pf);
+	return at && at->sample_type & ST_REGS_USER ? at->stack_user : 0;
 }
 
 static const char scan_usage[] =

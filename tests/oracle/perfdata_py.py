@@ -569,28 +569,34 @@ class _Decompressor:
                 return
 
 
+def graph_attr(attrs):
+    """The first tracepoint attribute with a call graph, or None."""
+    for attr in attrs:
+        if attr.sample_type & SAMPLE_CALLCHAIN and \
+                attr.type == PERF_TYPE_TRACEPOINT:
+            return attr
+    return None
+
+
 def unwind_of(attrs):
     """"dwarf", "fp" or "none": how the first tracepoint attribute with a
     call graph takes its stacks (allocsites record --unwind); "none" when
     no tracepoint has one (the plain event never does)."""
-    for attr in attrs:
-        if attr.sample_type & SAMPLE_CALLCHAIN and \
-                attr.type == PERF_TYPE_TRACEPOINT:
-            if attr.sample_type & SAMPLE_REGS_USER and attr.stack_user:
-                return "dwarf"
-            return "fp"
-    return "none"
+    attr = graph_attr(attrs)
+    if attr is None:
+        return "none"
+    if attr.sample_type & SAMPLE_REGS_USER and attr.stack_user:
+        return "dwarf"
+    return "fp"
 
 
 def stack_size_of(attrs):
     """The copy size of the attribute unwind_of reads (0 but for
     "dwarf")."""
-    for attr in attrs:
-        if attr.sample_type & SAMPLE_CALLCHAIN and \
-                attr.type == PERF_TYPE_TRACEPOINT:
-            return attr.stack_user \
-                if attr.sample_type & SAMPLE_REGS_USER else 0
-    return 0
+    attr = graph_attr(attrs)
+    if attr is None or not attr.sample_type & SAMPLE_REGS_USER:
+        return 0
+    return attr.stack_user
 
 
 class _Count:

@@ -17,6 +17,7 @@ import collections
 import os
 
 from . import options
+from ..read.perfdata import STACK_COPY_MAX
 from ..record import perfcommand
 from .options import UsageError
 
@@ -186,9 +187,9 @@ def sample_bytes(text):
 
 def stack_size(text):
     value = bytes_value("--stack-size")(text)
-    if value < 8 or value > 65528 or value % 8:
+    if value < 8 or value > STACK_COPY_MAX or value % 8:
         raise UsageError("--stack-size must be a multiple of 8 from 8 to "
-                         "65528, not %d" % value)
+                         "%d, not %d" % (STACK_COPY_MAX, value))
     return value
 
 
@@ -215,9 +216,9 @@ def add_record_options(p):
     g.add_argument("--stack-size", type=stack_size,
                    default=perfcommand.DEFAULT_STACK_SIZE, metavar="BYTES",
                    help="user stack copied per allocation for unwinding "
-                        "(default %d, max 65528, multiple of 8); raise it "
+                        "(default %d, max %d, multiple of 8); raise it "
                         "when the report says stacks were cut short"
-                        % perfcommand.DEFAULT_STACK_SIZE)
+                        % (perfcommand.DEFAULT_STACK_SIZE, STACK_COPY_MAX))
     g.add_argument("--unwind", choices=("dwarf", "fp", "auto", "none"),
                    default="dwarf",
                    help="how stacks are taken: dwarf (default) copies "
