@@ -479,16 +479,17 @@ int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs, int max,
 	return n;
 }
 
-/* A symbol as perf 6.1 names it: C++ names demangled by libiberty's
- * cplus_demangle without options (no parameter lists, std::string for
- * Ss: symbol-elf.c's demangle_sym when not verbose), others as they are.
- * The result lives until the next call. */
+/* A symbol as perf 6.1 names it: demangled by libiberty's cplus_demangle
+ * without options (symbol-elf.c's demangle_sym when not verbose): C++
+ * without parameter lists (std::string for Ss), Rust's legacy (_ZN...E)
+ * and v0 (_R...) names without their hashes; others as they are. The
+ * result lives until the next call. */
 static const char *perf_name(const char *name)
 {
 	static char *buf;
 	static size_t cap;
-	if (name[0] != '_' || name[1] != 'Z')
-		return name;
+	if (name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
+		return name;   /* what cplus_demangle's auto style leaves */
 	char *d = cplus_demangle(name, DMGL_NO_OPTS);
 	if (!d)
 		return name;
@@ -524,19 +525,14 @@ int symbolize_pc(struct proc *p, u64 pc, const struct map *m, u64 *addr,
 	const struct elfinfo *e = elfinfo(m->path);
 	if (!e->ok)
 		return -1;
-	u64 fileoff = pc - m->start + m->pgoff;
-	if (e->type == ET_EXEC) {
-		*addr = fileoff;
-	} else {
-		*addr = fileoff;
-		for (int i = 0; i < e->nloads; i++)
-			if (e->loads[i].off <= fileoff &&
-			    fileoff < e->loads[i].off + e->loads[i].filesz) {
-				*addr = fileoff - e->loads[i].off +
-					e->loads[i].vaddr;
-				break;
-			}
-	}
+	/* perf's address of a pc is its offset in the file, whatever the
+	 * ELF type: perf 6.1 moves every symbol of an ET_EXEC, ET_DYN or
+	 * ET_REL file by its segment's p_vaddr - p_offset
+	 * (symbol-elf.c, elf__needs_adjust_symbols). GNU ld lays text out
+	 * at vaddr == offset, so only lld's layouts (Rust programs, clang
+	 * -fuse-ld=lld) show the difference. elf.to_link_address takes it
+	 * back for the lines. */
+	*addr = pc - m->start + m->pgoff;
 	struct unw *u = unw_of(p);
 	Dwfl_Module *mod = u ? dwfl_addrmodule(u->dwfl, pc) : NULL;
 	if (mod) {

@@ -9,6 +9,7 @@
  *   a callback called by libc      (qsort's comparator allocates: the
  *                                   stack passes through libc's frames)
  *   calls through function pointers and always-inlined helpers
+ *   functions named as Rust names them (v0 and legacy mangling)
  *   deep recursion                 (300 levels with 96-byte frames: more
  *                                   than the 8 KiB stack copy; both
  *                                   unwinders must stop at the same frame)
@@ -114,6 +115,25 @@ static NOINLINE unsigned long deep(int n)
     return r;
 }
 
+/* Named as rustc names functions (an asm label): its v0 mangling and
+ * its legacy one. perf demangles both (mycrate::inner::v0_frame,
+ * mycrate::legacy), and the native reader must name them alike. Not
+ * static: gcc -flto would add .lto_priv.0 to a local's name. */
+void *rust_v0(size_t n) __asm__("_RNvNtCs1234_7mycrate5inner8v0_frame");
+void *rust_legacy(size_t n) __asm__("_ZN7mycrate6legacy17h0123456789abcdefE");
+NOINLINE void *rust_legacy(size_t n)
+{
+    void *p = take(n, 7);
+    sink += (unsigned long)p & 1;
+    return p;
+}
+NOINLINE void *rust_v0(size_t n)
+{
+    void *p = rust_legacy(n + 1);
+    sink += (unsigned long)p & 1;
+    return p;
+}
+
 typedef void *(*maker)(int);
 
 static NOINLINE void *make_small(int i) { return take((size_t)i % 64 + 1, 6); }
@@ -140,6 +160,8 @@ int main(int argc, char **argv)
     qsort(values, 200, sizeof values[0], by_value);
     for (i = 0; i < 40; i++)
         rt_free(makers[i % 2](i));
+    for (i = 0; i < 20; i++)
+        rt_free(rust_v0((size_t)i + 1));
     sink += deep(300);
     return 0;
 }

@@ -104,7 +104,9 @@ def P(name, argv=None, ahead=None, expect=(), native_expect=(),
 # At every level and with both compilers these keep frames of their own
 # (noinline, not tail calls); is_even/is_odd and make_small/make_large
 # are tail calls from -O2 on.
-CALLS = ("tree", "deep", "by_value", "take", "main")
+CALLS = ("tree", "deep", "by_value", "take", "main",
+         # Rust's manglings, demangled as perf does (d_calls.c)
+         "mycrate::inner::v0_frame", "mycrate::legacy")
 # gcc -flto makes the file's static functions global: deep.lto_priv.0
 CALLS_LTO = tuple(r"%s(\.lto_priv\.\d+)?" % re.escape(n) for n in CALLS)
 EDGE = ("in_handler", "co_work", "with_alloca", "jumper", "thread_main",
@@ -124,6 +126,9 @@ CORPUS = [
     P("calls_gcc_Os", expect=CALLS),
     P("calls_clang_O0_nopie", expect=CALLS),
     P("calls_clang_O2", expect=CALLS),
+    # linked by lld, as Rust programs are: text lies a page past its file
+    # offset, and perf names a pc by its offset (a PIE's too)
+    P("calls_clang_O2_lld", expect=CALLS),
     # -flto: every unit's top-level asm (rt_probes.h's semaphores) in one
     # assembler file, the program and its allocator inlined across units
     P("calls_gcc_O2_lto", expect=CALLS_LTO),

@@ -217,8 +217,24 @@ class ToLinkAddressSyntheticTest(unittest.TestCase):
     def test_none_is_identity(self):
         self.assertEqual(elf.to_link_address(None, 0x1234), 0x1234)
 
-    def test_et_dyn_is_identity(self):
-        self.assertEqual(elf.to_link_address(FakeElf(3, self.SEGS), 0x1100), 0x1100)
+    # a PIE as lld lays it out (build/tests/t_basic_lld, a Rust program):
+    # text at a page past its offset
+    LLD_SEGS = [(0, 0, 0x252c), (0x2530, 0x3530, 0x5830), (0x7d60, 0x9d60, 0x310)]
+
+    def test_et_dyn_gnu_ld_layout_is_identity(self):
+        # GNU ld: vaddr == offset in every PT_LOAD of a PIE or library
+        segs = [(0, 0, 0x528), (0x1000, 0x1000, 0x1d1), (0x2df8, 0x3df8, 0x230)]
+        self.assertEqual(elf.to_link_address(FakeElf(3, segs), 0x1100), 0x1100)
+
+    def test_et_dyn_maps_through_segment(self):
+        # perf 6.1 rewrites ET_DYN symbols to file offsets as well
+        # (elf__needs_adjust_symbols): shim_alloc of a Rust program at
+        # vaddr 0x1b3a0 is perf's 0x1a3a0
+        image = FakeElf(3, self.LLD_SEGS)
+        self.assertEqual(elf.to_link_address(image, 0x100), 0x100)
+        self.assertEqual(elf.to_link_address(image, 0x2530), 0x3530)
+        self.assertEqual(elf.to_link_address(image, 0x3000), 0x4000)
+        self.assertEqual(elf.to_link_address(image, 0x7d70), 0x9d70)
 
     def test_et_exec_maps_through_segment(self):
         image = FakeElf(2, self.SEGS)

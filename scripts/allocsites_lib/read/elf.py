@@ -308,11 +308,15 @@ def skip_patterns(elf, section=".rt_skip"):
 def to_link_address(elf, perf_address):
     """perf's symbol address for this DSO -> the address in its DWARF.
 
-    perf (symbol-elf.c, adjust_symbols) keeps st_value for ET_DYN files
-    (PIE executables, shared libraries) but rewrites symbols of ET_EXEC
-    files to file offsets. addr2line wants link-time virtual addresses, so
-    an ET_EXEC address goes back through the PT_LOAD segment holding it."""
-    if elf is None or elf.e_type != ET_EXEC:
+    perf 6.1 (symbol-elf.c, elf__needs_adjust_symbols) rewrites the
+    symbols of ET_EXEC, ET_DYN and ET_REL files alike to file offsets
+    (st_value - p_vaddr + p_offset), and the native reader names a pc
+    the same way. addr2line wants link-time virtual addresses, so the
+    address goes back through the PT_LOAD segment holding it. GNU ld
+    lays text out at vaddr == offset (in a PIE or a shared library) and
+    the two are equal there; lld's layouts (Rust programs, clang
+    -fuse-ld=lld) put text a page or more past its offset."""
+    if elf is None:
         return perf_address
     for p_offset, p_vaddr, p_filesz in elf.segments:
         if p_offset <= perf_address < p_offset + p_filesz:
