@@ -93,12 +93,24 @@
 #else
 #define RT__UNIQUE(prefix) RT__CAT(prefix, __LINE__)
 #endif
+/* The records are referenced by nothing, so a link with --gc-sections
+ * (Rust's always, many C and C++ release builds) would drop them:
+ * `retain` (SHF_GNU_RETAIN; GCC >= 11, clang >= 13, with binutils >= 2.36
+ * or lld >= 13) keeps each, where the compiler has it. */
+#if defined(__has_attribute)
+#if __has_attribute(retain)
+#define RT__RETAIN __attribute__((retain))
+#endif
+#endif
+#ifndef RT__RETAIN
+#define RT__RETAIN
+#endif
 #define RT_TAG_NAME(tag, name)                                                \
     static const struct {                                                     \
         unsigned int t;                                                       \
         unsigned int n;                                                       \
         char s[sizeof(name)];                                                 \
-    } RT__UNIQUE(rt__tag_name_)                                               \
+    } RT__UNIQUE(rt__tag_name_) RT__RETAIN                                    \
         __attribute__((used, section(".rt_tags"), aligned(4))) = {           \
             (unsigned int)(tag), (unsigned int)sizeof(name), name}
 
@@ -111,7 +123,7 @@
         unsigned int t;                                                       \
         unsigned int n;                                                       \
         char s[sizeof(name)];                                                 \
-    } RT__UNIQUE(rt__phase_name_)                                             \
+    } RT__UNIQUE(rt__phase_name_) RT__RETAIN                                  \
         __attribute__((used, section(".rt_phases"), aligned(4))) = {         \
             (unsigned int)(id), (unsigned int)sizeof(name), name}
 
@@ -126,7 +138,7 @@
     static const struct {                                                     \
         unsigned int n;                                                       \
         char s[sizeof(regex)];                                                \
-    } RT__UNIQUE(rt__skip_)                                                   \
+    } RT__UNIQUE(rt__skip_) RT__RETAIN                                        \
         __attribute__((used, section(".rt_skip"), aligned(4))) = {           \
             (unsigned int)sizeof(regex), regex}
 
@@ -141,7 +153,7 @@
     static const struct {                                                     \
         unsigned int n;                                                       \
         char s[sizeof(regex)];                                                \
-    } RT__UNIQUE(rt__guest_dispatch_)                                         \
+    } RT__UNIQUE(rt__guest_dispatch_) RT__RETAIN                              \
         __attribute__((used, section(".rt_guest_dispatch"), aligned(4))) = { \
             (unsigned int)sizeof(regex), regex}
 

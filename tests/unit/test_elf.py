@@ -139,6 +139,39 @@ class SkipPatternsTest(unittest.TestCase):
         self.assertEqual(elf.skip_patterns(FakeElf()), [])
 
 
+class RecordsKeptByGcSectionsTest(unittest.TestCase):
+    """RT_TAG_NAME, RT_PHASE_NAME, RT_SKIP and RT_GUEST_DISPATCH records
+    are referenced by nothing: a link with --gc-sections (Rust's always,
+    many release builds) dropped all four sections until the header
+    marked them `retain`."""
+
+    SOURCE = ('#include "rt_probes.h"\n'
+              'RT_TAG_NAME(3, "ast");\nRT_PHASE_NAME(2, "parse");\n'
+              'RT_SKIP("^xmalloc$");\nRT_GUEST_DISPATCH("^run$");\n'
+              'int main(void) { return 0; }\n')
+
+    def test_records_survive_gc_sections(self):
+        for cc in ("gcc", "clang"):
+            with self.subTest(cc=cc), tempfile.TemporaryDirectory() as tmp:
+                src = os.path.join(tmp, "g.c")
+                with open(src, "w") as f:
+                    f.write(self.SOURCE)
+                out = os.path.join(tmp, "g")
+                subprocess.run([cc, "-std=c99", "-Wall", "-Wextra",
+                                "-pedantic", "-Werror", "-O2",
+                                "-ffunction-sections", "-fdata-sections",
+                                "-Wl,--gc-sections",
+                                "-I" + os.path.join(ROOT, "include"),
+                                src, "-o", out], check=True)
+                image = elf.open_elf(out)
+                self.assertEqual(elf.tag_names(image), {3: "ast"})
+                self.assertEqual(elf.phase_names(image), {2: "parse"})
+                self.assertEqual(elf.skip_patterns(image), ["^xmalloc$"])
+                self.assertEqual(elf.skip_patterns(image,
+                                                   ".rt_guest_dispatch"),
+                                 ["^run$"])
+
+
 class TagNamesSyntheticTest(unittest.TestCase):
     def names(self, blob):
         return elf.tag_names(FakeElf(blobs={".rt_tags": blob}))
