@@ -26,7 +26,7 @@ class RecordOptionsTest(unittest.TestCase):
             "output": "perf.data", "stack_size": 8192, "unwind": "dwarf",
             "libs": [],
             "frees": False, "no_frees": False, "sample": 0, "pid": None,
-            "duration": None})
+            "duration": None, "system_wide": False})
         self.assertEqual(inv.program, ["./prog", "-x"])
 
     def test_values(self):
@@ -37,7 +37,7 @@ class RecordOptionsTest(unittest.TestCase):
             "output": "r.data", "stack_size": 16384, "unwind": "dwarf",
             "libs": ["a.so", "b.so"],
             "frees": True, "no_frees": False, "sample": 524288, "pid": None,
-            "duration": None})
+            "duration": None, "system_wide": False})
 
     def test_frees_and_no_frees_exclude_each_other(self):
         with self.assertRaises(UsageError):
@@ -72,6 +72,7 @@ class RecordOptionsTest(unittest.TestCase):
                 (["--out", "x", "--", "p"], "unrecognized arguments: --out"),
                 (["record", "-p", "12", "--", "p"], "give it no program"),
                 (["record", "--duration", "5", "--", "p"], "--duration needs -p"),
+                (["record", "-a", "-p", "12"], "-a records every process"),
                 (["record", "-p", "x"], "-p/--pid: not a process id: .x.")):
             with self.subTest(argv=argv):
                 with self.assertRaisesRegex(UsageError, message):
@@ -85,6 +86,13 @@ class FormsTest(unittest.TestCase):
         self.assertEqual((inv.record.pid, inv.record.duration, inv.program),
                          (4242, 30, []))
         self.assertEqual(parse(["record", "--pid=7"]).record.pid, 7)
+
+    def test_system_wide(self):
+        self.assertIs(parse(["record", "-a", "--", "make", "-j8"])
+                      .record.system_wide, True)
+        self.assertIs(parse(["record", "--system-wide", "make"])
+                      .record.system_wide, True)
+        self.assertIs(parse(["record", "--", "p"]).record.system_wide, False)
 
     def test_report(self):
         inv = parse(["report", "-i", "run.data", "-j", "2", "--top", "5",

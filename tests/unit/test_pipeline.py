@@ -116,6 +116,32 @@ class BuildReportTest(unittest.TestCase):
              ("[no caller]", "", 0, 1, 8, {"tokens": 8})])
         self.assertEqual((r.profile.count, r.profile.bytes, r.profile.truncated), (8, 298, 4))
 
+    def test_system_wide_counts_only_processes_that_sent_events(self):
+        # record -a: perf names every process of the machine (a COMM of
+        # each at the start); those that sent no rt event cannot have
+        # allocated unseen. Process 1 allocates 3 blocks and exits
+        t = Tally()
+        for i in range(3):
+            t.add(alloc([PROBE, PARSE, MAIN10, ROOT], 10)._replace(
+                ptr=0x1000 + 0x100 * i))
+        t.add(exit_event(3))
+        opts = options.parse([])
+
+        def verdict(system_wide, running=(1, 77, 78)):
+            return assemble.build(t, opts, symbolizer(), 0, None,
+                                  running=running,
+                                  system_wide=system_wide).verdict
+        per_task = verdict(False)
+        self.assertIsNone(per_task.complete)
+        self.assertRegex(per_task.reason, r"^processes 77, 78 still running")
+        self.assertIs(verdict(True).complete, True, verdict(True).reason)
+        # a process that allocated and never sent rt:exit still counts
+        t.add(alloc([PROBE, PARSE], 16, pid=5))
+        got = verdict(True, (1, 5, 77))
+        self.assertIsNone(got.complete)
+        self.assertIn("1 events of 1 process without an rt:exit", got.reason)
+        self.assertNotIn("77", got.reason)
+
     def test_report_fields(self):
         r = self.build(lost=5)
         self.assertEqual((r.mode, r.events, r.malformed, r.lost, r.lost_reason, r.frees),

@@ -30,6 +30,14 @@ class RecordCommandTest(unittest.TestCase):
                                       ["./prog", "-n"], boost=10)
         self.assertEqual(cmd[cmd.index("--"):], ["--", "nice", "-n", "10", "--", "./prog", "-n"])
 
+    def test_system_wide_records_every_cpu_for_the_program(self):
+        cmd = perfcommand.record_command("perf", "o", ["sdt_rt:alloc_1"],
+                                         ["sdt_rt:exit_1"], 8192, ["./prog"],
+                                         system_wide=True)
+        self.assertEqual(cmd[cmd.index("-a"):], ["-a", "--", "./prog"])
+        self.assertNotIn("-a", perfcommand.record_command(
+            "perf", "o", ["sdt_rt:alloc_1"], [], 8192, ["./prog"]))
+
     def test_default_stack_size(self):
         self.assertEqual(perfcommand.DEFAULT_STACK_SIZE, 8192)
 

@@ -125,7 +125,8 @@ def resolve_ahead(tally, opts, symbolizer, mode):
 def build(tally, opts, symbolizer, lost, lost_reason, data=None,
           read_errors=(), interrupted=False, build_ids=None,
           attached=False, tail_cut=False, unwind=None, unseen=(),
-          still_running=False, stopped=None, running=(), stack_size=0):
+          still_running=False, stopped=None, running=(), stack_size=0,
+          system_wide=False):
     """The Report of tally, as opts ask for it. data: the perf.data path,
     to notice binaries rebuilt since; build_ids: {path: set of hex
     build-ids} the recording's MMAP2 records name
@@ -134,7 +135,10 @@ def build(tally, opts, symbolizer, lost, lost_reason, data=None,
     could not read (a failed perf script worker, perf's error lines): the
     profile is then incomplete; interrupted: the report stopped before
     the end; unwind: how the stacks were taken (perfdata.Scan.unwind);
-    stack_size: the bytes of stack copied a sample (Scan.stack_size)."""
+    stack_size: the bytes of stack copied a sample (Scan.stack_size);
+    system_wide: recorded on every CPU (record -a), so that running
+    names every process of the machine, of which only those that sent
+    rt events count."""
     names = collect_tag_names(tally, symbolizer)
     tags = set(opts.tag) if opts.tag else None
     mode = tally.mode()
@@ -184,6 +188,10 @@ def build(tally, opts, symbolizer, lost, lost_reason, data=None,
         filters["guest"] = True
         filters["guest_dispatch"] = guest_view.dispatch.pattern \
             if guest_view.dispatch else None
+    if system_wide:
+        # every process of the machine was running: only those that
+        # sent rt events can have allocated unseen
+        running = [p for p in running if p in tally.received]
     check = completeness.verdict(tally.received, tally.fired, lost,
                                  lost_reason, read_errors, tally.malformed,
                                  interrupted, attached, tail_cut, unseen,
@@ -413,7 +421,7 @@ def build_after_reading(tally, opts, symbolizer, lost, lost_reason,
                         read_errors=(), interrupted=False, build_ids=None,
                         attached=False, tail_cut=False, unwind=None,
                         unseen=(), still_running=False, stopped=None,
-                        running=(), stack_size=0):
+                        running=(), stack_size=0, system_wide=False):
     """build, plus what only the reading knows: handler exceptions,
     inline expansion, no events at all. Used (through
     pipeline.analyze_and_render) by allocsites.py's trace_end and by
@@ -423,7 +431,8 @@ def build_after_reading(tally, opts, symbolizer, lost, lost_reason,
                    build_ids=build_ids, attached=attached,
                    tail_cut=tail_cut, unwind=unwind, unseen=unseen,
                    still_running=still_running, stopped=stopped,
-                   running=running, stack_size=stack_size)
+                   running=running, stack_size=stack_size,
+                   system_wide=system_wide)
     if handler_errors:
         report.warnings.append("%d events raised in the handler and were "
                                "skipped" % handler_errors)

@@ -148,7 +148,8 @@ def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
         why = ("%d events of %d process%s without an rt:exit event (killed, "
                "exec'd, ended by _exit, built with an older rt_probes.h, or "
                "forked and run beside its siblings, whose probes can stop "
-               "firing: forked processes in docs/limitations.md)"
+               "firing: record -a gets them; forked processes in "
+               "docs/limitations.md)"
                % (unchecked, unchecked_pids,
                   "" if unchecked_pids == 1 else "es"))
         if lost is None:

@@ -18,7 +18,7 @@ from ..record.binaries import (semaphore_trouble, stuck_semaphores_warning,
 
 Facts = collections.namedtuple(
     "Facts", "lost lost_reason build_ids attached tail_cut unwind unseen "
-             "still_running stopped running stack_size")
+             "still_running stopped running stack_size system_wide")
 
 
 def recording_facts(data, scan, probed, perf="perf"):
@@ -49,7 +49,8 @@ def recording_facts(data, scan, probed, perf="perf"):
         still_running=bool(attached and running),
         stopped=scan.stopped if scan is not None else None,
         running=tuple(running) if not attached else (),
-        stack_size=scan.stack_size if scan is not None else 0)
+        stack_size=scan.stack_size if scan is not None else 0,
+        system_wide=scan is not None and perfdata.system_wide(scan.cmdline))
 
 
 def kwargs(facts):

@@ -247,6 +247,14 @@ def add_record_options(p):
                    help="attach to this running process (its executable "
                         "and the libraries it has mapped) instead of "
                         "starting PROG; until Ctrl-C or --duration")
+    g.add_argument("-a", "--system-wide", action="store_true",
+                   help="record the probes in every process on the "
+                        "machine while PROG runs (perf record -a), not "
+                        "only in PROG and the children it forks: on Linux "
+                        "6.18 the probes of forked children that run side "
+                        "by side can stop firing in a per-task recording "
+                        "(docs/limitations.md); other processes of the "
+                        "probed binaries are then in the profile too")
     g.add_argument("--duration",
                    type=at_least_one("--duration", "a number of seconds"),
                    default=None,
@@ -336,7 +344,7 @@ def split_program(argv):
 
 
 RECORD_DESTS = ("output", "sample", "stack_size", "unwind", "libs", "frees",
-                "no_frees", "pid", "duration")
+                "no_frees", "pid", "duration", "system_wide")
 
 
 def program_after_options(parser, args):
@@ -404,6 +412,9 @@ def parse(argv):
         if program and opts.pid is not None:
             raise UsageError("record: -p attaches to a running process; "
                              "give it no program")
+        if opts.system_wide and opts.pid is not None:
+            raise UsageError("record: -a records every process while PROG "
+                             "runs; -p attaches to one: not both")
         if opts.duration is not None and opts.pid is None:
             raise UsageError("record: --duration needs -p")
         record = argparse.Namespace(**{d: getattr(opts, d)

@@ -135,6 +135,13 @@ def attached(cmdline):
                for a in cmdline)
 
 
+def system_wide(cmdline):
+    """Whether perf record recorded every CPU (-a/--all-cpus): then every
+    process of the machine is in the recording (perf writes a COMM of
+    each at the start), not only the program's."""
+    return any(a in ("-a", "--all-cpus") for a in cmdline)
+
+
 def scan(path, keep_times=True):
     """Scan of the perf.data at path, or PerfDataError. keep_times False:
     times is None and depths empty (the native report needs neither, and

@@ -79,7 +79,7 @@ def mmap_pages(cpus=None, page=4096, rings=RINGS_EXACT):
 
 def record_command(perf, output, alloc_events, plain_events, stack_size,
                    argv, boost=0, pid=None, control=(), rings=RINGS_EXACT,
-                   unwind="dwarf"):
+                   unwind="dwarf", system_wide=False):
     """plain_events: recorded without a call graph (frees, rt:exit).
     boost: perf runs that much nicer than the caller (see Boost); the
     program is then started through nice(1) to give it back. pid: attach
@@ -87,7 +87,8 @@ def record_command(perf, output, alloc_events, plain_events, stack_size,
     --control arguments (writerwake.Waker). rings: (bytes in all, least
     and most per CPU), RINGS_EXACT in both modes. unwind: "dwarf" (stack copies of stack_size bytes),
     "fp" (the kernel walks the frame pointers; nothing copied) or "none"
-    (no call graph: the cost floor)."""
+    (no call graph: the cost floor). system_wide: every process's
+    events while argv runs (-a), not argv's process tree only."""
     call_graph = [] if unwind == "none" else \
         ["--call-graph", "fp" if unwind == "fp" else "dwarf,%d" % stack_size]
     cmd = [perf, "record", "-o", output,
@@ -98,6 +99,11 @@ def record_command(perf, output, alloc_events, plain_events, stack_size,
         cmd += ["-e", name]
     for name in plain_events:
         cmd += ["-e", "%s/call-graph=no/" % name]
+    if system_wide:
+        # per-CPU events instead of per-task ones inherited across fork:
+        # on 6.18 the per-task uprobe filter loses forked siblings'
+        # events (docs/limitations.md, its bullet on forked processes)
+        cmd.append("-a")
     if pid is not None:
         return cmd + ["-p", str(pid)]
     if boost:

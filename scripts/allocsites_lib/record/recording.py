@@ -262,7 +262,8 @@ def run_perf(perf, opts, argv, pid, unwind, allocs, plain, events,
             cmd = perfcommand.record_command(
                 perf, output, allocs, plain, stack_size, argv,
                 boost.step, pid=pid, control=waker.perf_args(),
-                unwind=unwind)
+                unwind=unwind,
+                system_wide=getattr(opts, "system_wide", False))
             try:
                 child = subprocess.Popen(
                     cmd, env=env, preexec_fn=boost.preexec)
