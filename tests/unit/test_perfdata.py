@@ -338,3 +338,22 @@ class ScanTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CmdlineTest(unittest.TestCase):
+    """What perf record's own options say, from its command line: the
+    program's arguments after `--` are not perf's."""
+
+    def test_attached(self):
+        self.assertTrue(pd.attached(
+            ["perf", "record", "-o", "x", "-e", "sdt_rt:alloc", "-p", "42"]))
+        self.assertTrue(pd.attached(["perf", "record", "--pid=42"]))
+        self.assertFalse(pd.attached(
+            ["perf", "record", "-o", "x", "--", "mkdir", "-p", "a/b"]))
+
+    def test_system_wide(self):
+        self.assertTrue(pd.system_wide(
+            ["perf", "record", "-e", "sdt_rt:alloc", "-a", "--", "make"]))
+        self.assertTrue(pd.system_wide(["perf", "record", "--all-cpus"]))
+        self.assertFalse(pd.system_wide(
+            ["perf", "record", "-e", "sdt_rt:alloc", "--", "ls", "-a"]))

@@ -129,17 +129,24 @@ class Scan:
         return lost, None
 
 
+def perf_options(cmdline):
+    """perf record's own words of its command line: those before `--`,
+    where the program's begin (allocsites record always writes one; a
+    `mkdir -p` or `ls -a` after it is the program's, not perf's)."""
+    return cmdline[:cmdline.index("--")] if "--" in cmdline else cmdline
+
+
 def attached(cmdline):
     """Whether perf record attached to running processes (-p/--pid)."""
     return any(a in ("-p", "--pid") or a.startswith("--pid=")
-               for a in cmdline)
+               for a in perf_options(cmdline))
 
 
 def system_wide(cmdline):
     """Whether perf record recorded every CPU (-a/--all-cpus): then every
     process of the machine is in the recording (perf writes a COMM of
     each at the start), not only the program's."""
-    return any(a in ("-a", "--all-cpus") for a in cmdline)
+    return any(a in ("-a", "--all-cpus") for a in perf_options(cmdline))
 
 
 def scan(path, keep_times=True):
