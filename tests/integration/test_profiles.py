@@ -105,6 +105,14 @@ class ExactProfiles(ProfileTest):
         self.assertEqual(truth["argv"][1:], args)
         self.assertMatchesTruth(report, truth)
 
+    def test_a_launcher_runs_the_probed_program(self):
+        # env VAR=1 nice -n 1 PROG: neither env nor nice has probes; the
+        # program they exec is found among their arguments and probed
+        report, truth, rec, _ = self.profile(
+            "env", ["A=1", "nice", "-n", "1", program("t_basic"), "40"])
+        self.assertEqual(truth["argv"][1:], ["40"])
+        self.assertMatchesTruth(report, truth)
+
     def test_rebuilt_binary_is_probed_anew(self):
         # Same path, new build with every line moved: the second profile
         # must see the new lines (a stale uprobe would record nothing).

@@ -389,6 +389,23 @@ class ResolveProgramTest(unittest.TestCase):
                 os.path.realpath(script)), [])
 
 
+class LaunchedProgramsTest(unittest.TestCase):
+    def test_elf_words_in_order_options_and_assignments_skipped(self):
+        # env A=1 nice -n 5 timeout 60 PROG ARG: the ELF files among the
+        # words, in order (record probes the first with rt probes)
+        import shutil
+        with tempfile.TemporaryDirectory() as tmp:
+            script = os.path.join(tmp, "run.sh")
+            with open(script, "w") as f:
+                f.write("#!/bin/sh\n")
+            os.chmod(script, 0o755)
+            words = ["A=/bin/true", "-n", "5", "nice", "60", "/nonexistent",
+                     script, "true", "x"]
+            self.assertEqual(list(binaries.launched_programs(words)),
+                             [os.path.realpath(shutil.which(w))
+                              for w in ("nice", "true")])
+
+
 class EnvironmentValuesTest(unittest.TestCase):
     def test_fast_site_other_values_are_said(self):
         import io

@@ -17,7 +17,8 @@ from ..read.parse import event_kind
 from . import (buildids, datafile, eventlock, perfcommand, prerequisites,
                probeevents, programenv, runstate, unwindchoice,
                writerpriority, writerwake)
-from .binaries import (is_script, probed_binaries, process_binaries,
+from .binaries import (is_script, launched_programs, probed_binaries,
+                       process_binaries,
                        resolve_library, resolve_program, semaphore_trouble,
                        stuck_semaphores_warning, unprobed_code)
 from .errors import RecordError
@@ -142,11 +143,18 @@ def probe_targets(opts, argv, pid, alloc_probe):
         prog = resolve_program(argv[0], scripts=bool(extra))
         name = argv[0]
         binaries = probed_binaries(prog, extra)
+        # a launcher (env VAR=1 PROG, nice, taskset, timeout): the first
+        # program it runs that has probes is the one, as with --lib PROG
+        for launched in [] if binaries else launched_programs(argv[1:]):
+            if probed_binaries(launched):
+                name = "%s (run by %s)" % (launched, argv[0])
+                prog, binaries = launched, probed_binaries(launched, extra)
+                break
     if not binaries:
         raise RecordError("no rt probes in %s or the libraries it links: build "
                           "the allocator with include/rt_probes.h (and without "
-                          "-DRT_PROBES_DISABLE), or name a dlopen'ed library "
-                          "with --lib" % name)
+                          "-DRT_PROBES_DISABLE), or name with --lib a dlopen'ed "
+                          "library, or the program a script runs" % name)
     if not any(alloc_probe in names for _, names in binaries):
         raise RecordError("%s has rt probes but no rt:%s: rebuild it with the "
                           "current include/rt_probes.h" % (name, alloc_probe))
