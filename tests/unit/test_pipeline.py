@@ -3,6 +3,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import io
 import json
+import re
 import tempfile
 import xml.etree.ElementTree as ET
 
@@ -450,6 +451,35 @@ class WrapperSuspectsTest(unittest.TestCase):
         [(site, n, chain)] = wrappers.wrapper_suspects(self.profile(10, 0.5))
         self.assertEqual((site.frame.function, n, chain),
                          ("xmalloc", 10, ["xmalloc"]))
+
+    def test_rust_global_allocator_gets_its_skip(self):
+        # the GlobalAlloc impl is the site of nearly everything a Rust
+        # program allocates; its path fans out a few callers at a time,
+        # so only its name tells (docs/probes.md, "A Rust program")
+        def site_of(name, nbytes):
+            site = fold.Site(Frame(name, "/src/main.rs", 6, "/bin/p", False))
+            site.bytes = nbytes
+            return site
+        glob = "<main::Probed as core::alloc::global::GlobalAlloc>::alloc"
+        prof = fold.Profile([site_of(glob, 900), site_of("main::recurse", 100)],
+                            [], 2, 1000, 0)
+        advice = wrappers.rust_allocator_advice(prof)
+        self.assertTrue(advice.startswith(glob + " is Rust's global allocator: "
+                                          "--skip '^(<[^>]+ as core::alloc"))
+        skip = re.compile(wrappers.RUST_SKIP)
+        for name in (glob, "__rustc::__rust_alloc", "alloc::alloc::alloc",
+                     "<alloc::alloc::Global>::alloc_impl",
+                     "<alloc::raw_vec::RawVecInner>::finish_grow",
+                     "core::alloc::global::GlobalAlloc::realloc"):
+            self.assertTrue(skip.search(name), name)
+        for name in ("main::recurse", "alloc::vec::Vec<T,A>::push_mut",
+                     "hashbrown::raw::alloc::inner::do_alloc"):
+            self.assertFalse(skip.search(name), name)
+        # a small share, or another allocator: nothing said
+        prof.sites[0].bytes = 100
+        prof.sites.reverse()
+        prof.sites[0].bytes = 900
+        self.assertIsNone(wrappers.rust_allocator_advice(prof))
 
     def chain_profile(self, depth, callers=10):
         """xmalloc <- w1 <- ... <- w(depth-1) (each called from the next

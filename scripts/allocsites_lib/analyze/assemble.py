@@ -22,8 +22,8 @@ from ..read.elf import tag_names
 from .fold import fold, tag_selected
 from .report import Report
 from .stale import gone_warning, missing_binaries, stale_binaries
-from .wrappers import (declared_skips, skip_regex, wrapper_advice,
-                       wrapper_suspects)
+from .wrappers import (declared_skips, rust_allocator_advice, skip_regex,
+                       wrapper_advice, wrapper_suspects)
 
 
 NO_THREAD_LABELS = ("--pprof: no thread labels: the allocations split by "
@@ -177,6 +177,9 @@ def build(tally, opts, symbolizer, lost, lost_reason, data=None,
                         "callers are charged" % (os.path.basename(dso), regex))
     for site, n, chain in wrapper_suspects(result):
         warnings.append(wrapper_advice(site, n, chain))
+    rust = rust_allocator_advice(result)
+    if rust is not None:
+        warnings.append(rust)
     sampling = _more_warnings(tally, opts, names, tags, mode, result,
                               (unwind, stack_size), data, build_ids, gone,
                               read_errors, warnings, bad_options)

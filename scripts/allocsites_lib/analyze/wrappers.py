@@ -57,6 +57,31 @@ WRAPPER_CALLERS = 8
 WRAPPER_CHAIN = 32   # at most this many single-caller wrappers deep
 
 
+# Rust's allocation path, from a #[global_allocator]'s GlobalAlloc impl
+# out to the Vec, Box or String that asked (docs/probes.md, "A Rust
+# program: a global allocator through a C shim"). It fans out a few
+# callers at a time (alloc, realloc, alloc_zeroed; RawVec's growth), so
+# wrapper_suspects' chain of single callers does not find it.
+RUST_GLOBAL_ALLOC = re.compile(
+    r" as core::alloc::global::GlobalAlloc>::|^__rustc::__rust_|^__rust_")
+RUST_SKIP = (r"^(<[^>]+ as core::alloc::global::GlobalAlloc>::|"
+             r"core::alloc::global::GlobalAlloc::|__rustc::__rust_|"
+             r"alloc::alloc::|<alloc::alloc::Global|<?alloc::raw_vec::)")
+
+
+def rust_allocator_advice(profile, min_share=WRAPPER_SHARE):
+    """The warning for a top site that is Rust's global allocator (a
+    large share of the bytes), or None."""
+    for site in profile.sites[:3]:
+        if profile.bytes and site.bytes >= min_share * profile.bytes and \
+                RUST_GLOBAL_ALLOC.search(site.frame.function):
+            return ("%s is Rust's global allocator: --skip '%s' charges the "
+                    "code that allocates (or declare it once with RT_SKIP; "
+                    "docs/probes.md, \"A Rust program: a global allocator "
+                    "through a C shim\")" % (site.frame.function, RUST_SKIP))
+    return None
+
+
 def wrapper_suspects(profile, min_callers=WRAPPER_CALLERS,
                      min_share=WRAPPER_SHARE, max_chain=WRAPPER_CHAIN):
     """Sites that look like wrappers around the allocator: a large share
