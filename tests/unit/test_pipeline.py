@@ -548,6 +548,21 @@ class StaleBinariesTest(unittest.TestCase):
             self.assertEqual(stale.stale_binaries(
                 [sh], data, {sh: {"00" * 20}}), [sh])
 
+    def test_a_file_no_longer_elf_is_stale_a_gone_one_is_not(self):
+        # truncated or overwritten since the recording: not the recorded
+        # build-id, whatever its time; gone: missing_binaries says it
+        with tempfile.TemporaryDirectory() as tmp:
+            data, dso = os.path.join(tmp, "data"), os.path.join(tmp, "prog")
+            open(data, "w").close()
+            with open(dso, "wb") as f:
+                f.write(b"\x7fELF\x02\x01\x01" + b"\0" * 50)
+            os.utime(dso, (1, 1))        # older than the recording
+            ids = {dso: {"ab" * 20}}
+            self.assertEqual(stale.stale_binaries([dso], data, ids), [dso])
+            os.unlink(dso)
+            self.assertEqual(stale.stale_binaries([dso], data, ids), [])
+            self.assertEqual(stale.missing_binaries([dso], ids), [dso])
+
     def test_missing_data_file_names_nothing(self):
         self.assertEqual(stale.stale_binaries(["/bin/sh"], "/no/such.data"), [])
 
