@@ -15,6 +15,7 @@
 #include "reader.h"
 #include "symtab.h"
 
+#include <ctype.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <libiberty/demangle.h>
@@ -479,21 +480,48 @@ int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs, int max,
 	return n;
 }
 
-/* A symbol as perf 6.1 names it: demangled by libiberty's cplus_demangle
- * without options (symbol-elf.c's demangle_sym when not verbose): C++
- * without parameter lists (std::string for Ss), Rust's legacy (_ZN...E)
- * and v0 (_R...) names without their hashes; others as they are. The
- * result lives until the next call. */
+/* OCaml's mangling undone as perf 6.1 does (util/demangle-ocaml.c),
+ * into out (at least strlen(name) + 1 bytes): "caml" and a capital
+ * (camlStdlib__map_154), "__" -> ".", "$xx" -> the character of hex xx.
+ * 0 where name is not OCaml's. */
+static int ocaml_name(const char *name, char *out)
+{
+	if (strncmp(name, "caml", 4) || !isupper((unsigned char)name[4]))
+		return 0;
+	size_t j = 0;
+	for (const char *c = name + 4; *c;) {
+		if (c[0] == '_' && c[1] == '_') {
+			out[j++] = '.';
+			c += 2;
+		} else if (c[0] == '$' && isxdigit((unsigned char)c[1]) &&
+			   isxdigit((unsigned char)c[2])) {
+			char hex[3] = { c[1], c[2], 0 };
+			out[j++] = (char)strtol(hex, NULL, 16);
+			c += 3;
+		} else {
+			out[j++] = *c++;
+		}
+	}
+	out[j] = 0;
+	return 1;
+}
+
+/* A symbol as perf 6.1 names it (symbol-elf.c's demangle_sym when not
+ * verbose): demangled by libiberty's cplus_demangle without options (C++
+ * without parameter lists, std::string for Ss; Rust's legacy _ZN...E and
+ * v0 _R... names without their hashes), else OCaml's (ocaml_name); others
+ * as they are. The result lives until the next call. */
 static const char *perf_name(const char *name)
 {
 	static char *buf;
 	static size_t cap;
-	if (name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
-		return name;   /* what cplus_demangle's auto style leaves */
-	char *d = cplus_demangle(name, DMGL_NO_OPTS);
-	if (!d)
+	char *d = NULL;
+	if (name[0] == '_' && (name[1] == 'Z' || name[1] == 'R'))
+		d = cplus_demangle(name, DMGL_NO_OPTS);
+	/* what cplus_demangle's auto style leaves is no C++ or Rust name */
+	size_t n = strlen(d ? d : name) + 1;
+	if (!d && strncmp(name, "caml", 4))
 		return name;
-	size_t n = strlen(d) + 1;
 	if (n > cap) {
 		char *b = realloc(buf, n);
 		if (!b) {
@@ -503,9 +531,12 @@ static const char *perf_name(const char *name)
 		buf = b;
 		cap = n;
 	}
-	memcpy(buf, d, n);
-	free(d);
-	return buf;
+	if (d) {
+		memcpy(buf, d, n);
+		free(d);
+		return buf;
+	}
+	return ocaml_name(name, buf) ? buf : name;
 }
 
 int symbolize_pc(struct proc *p, u64 pc, const struct map *m, u64 *addr,

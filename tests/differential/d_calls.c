@@ -9,7 +9,7 @@
  *   a callback called by libc      (qsort's comparator allocates: the
  *                                   stack passes through libc's frames)
  *   calls through function pointers and always-inlined helpers
- *   functions named as Rust names them (v0 and legacy mangling)
+ *   functions named as Rust (v0 and legacy mangling) and OCaml name them
  *   deep recursion                 (300 levels with 96-byte frames: more
  *                                   than the 8 KiB stack copy; both
  *                                   unwinders must stop at the same frame)
@@ -116,11 +116,14 @@ static NOINLINE unsigned long deep(int n)
 }
 
 /* Named as rustc names functions (an asm label): its v0 mangling and
- * its legacy one. perf demangles both (mycrate::inner::v0_frame,
- * mycrate::legacy), and the native reader must name them alike. Not
- * static: gcc -flto would add .lto_priv.0 to a local's name. */
+ * its legacy one; and as ocamlopt does. perf demangles them
+ * (mycrate::inner::v0_frame, mycrate::legacy, Mycaml.make_block_42,
+ * Stdlib.<>_7), and the native reader must name them alike. Not static:
+ * gcc -flto would add .lto_priv.0 to a local's name. */
 void *rust_v0(size_t n) __asm__("_RNvNtCs1234_7mycrate5inner8v0_frame");
 void *rust_legacy(size_t n) __asm__("_ZN7mycrate6legacy17h0123456789abcdefE");
+void *ocaml_outer(size_t n) __asm__("camlStdlib__$3c$3e_7");
+void *ocaml_inner(size_t n) __asm__("camlMycaml__make_block_42");
 NOINLINE void *rust_legacy(size_t n)
 {
     void *p = take(n, 7);
@@ -130,6 +133,18 @@ NOINLINE void *rust_legacy(size_t n)
 NOINLINE void *rust_v0(size_t n)
 {
     void *p = rust_legacy(n + 1);
+    sink += (unsigned long)p & 1;
+    return p;
+}
+NOINLINE void *ocaml_inner(size_t n)
+{
+    void *p = rust_v0(n);
+    sink += (unsigned long)p & 1;
+    return p;
+}
+NOINLINE void *ocaml_outer(size_t n)
+{
+    void *p = ocaml_inner(n);
     sink += (unsigned long)p & 1;
     return p;
 }
@@ -161,7 +176,7 @@ int main(int argc, char **argv)
     for (i = 0; i < 40; i++)
         rt_free(makers[i % 2](i));
     for (i = 0; i < 20; i++)
-        rt_free(rust_v0((size_t)i + 1));
+        rt_free(ocaml_outer((size_t)i + 1));
     sink += deep(300);
     return 0;
 }

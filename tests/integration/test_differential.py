@@ -105,8 +105,9 @@ def P(name, argv=None, ahead=None, expect=(), native_expect=(),
 # (noinline, not tail calls); is_even/is_odd and make_small/make_large
 # are tail calls from -O2 on.
 CALLS = ("tree", "deep", "by_value", "take", "main",
-         # Rust's manglings, demangled as perf does (d_calls.c)
-         "mycrate::inner::v0_frame", "mycrate::legacy")
+         # Rust's manglings and OCaml's, demangled as perf does (d_calls.c)
+         "mycrate::inner::v0_frame", "mycrate::legacy",
+         "Mycaml.make_block_42", "Stdlib.<>_7")
 # gcc -flto makes the file's static functions global: deep.lto_priv.0
 CALLS_LTO = tuple(r"%s(\.lto_priv\.\d+)?" % re.escape(n) for n in CALLS)
 EDGE = ("in_handler", "co_work", "with_alloca", "jumper", "thread_main",
