@@ -154,7 +154,8 @@ def probe_targets(opts, argv, pid, alloc_probe):
         raise RecordError("no rt probes in %s or the libraries it links: build "
                           "the allocator with include/rt_probes.h (and without "
                           "-DRT_PROBES_DISABLE), or name with --lib a dlopen'ed "
-                          "library, or the program a script runs" % name)
+                          "library, or the program it runs (a script, make)"
+                          % name)
     if not any(alloc_probe in names for _, names in binaries):
         raise RecordError("%s has rt probes but no rt:%s: rebuild it with the "
                           "current include/rt_probes.h" % (name, alloc_probe))
