@@ -438,6 +438,23 @@ static int libdw_unwind(struct unw *u, struct proc *p, const struct sample *s,
 	return u->n;
 }
 
+/* A caller's pc in no executable mapping of the process is no code: the
+ * unwinder followed CFI that no longer described the stack, as where Go's
+ * runtime.asmcgocall has moved a cgo call onto the system stack (its
+ * return address read is a goroutine stack's address), or a stack
+ * damaged. Both unwinders take such a pc for a last frame of JIT code;
+ * JIT code lies in an executable mapping (perf records one). The stack
+ * ends before it, switched: the caller's frames are where no copy
+ * reaches. */
+static int not_code_ends(struct proc *p, const u64 *pcs, int n, int *end)
+{
+	if (n > 1 && !proc_map_at(p, pcs[n - 1])) {
+		*end = END_SWITCHED;
+		return n - 1;
+	}
+	return n;
+}
+
 int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs, int max,
 		  int *end)
 {
@@ -464,20 +481,20 @@ int unwind_sample(struct proc *p, const struct sample *s, u64 *pcs, int max,
 			       max, end);
 	if (n >= 0 && !verify) {
 		unwind_fast++;
-		return n;
+		return not_code_ends(p, pcs, n, end);
 	}
 	int libdw_end;
 	int m = libdw_unwind(u, p, s, n >= 0 ? check : pcs, max, &libdw_end);
 	if (n < 0) {
 		unwind_slow++;
 		*end = libdw_end;
-		return m;
+		return not_code_ends(p, pcs, m, end);
 	}
 	unwind_fast++;
 	if (n != m || memcmp(pcs, check, (size_t)n * sizeof(*pcs)) ||
 	    *end != libdw_end)
 		unwind_mismatch++;
-	return n;
+	return not_code_ends(p, pcs, n, end);
 }
 
 /* OCaml's mangling undone as perf 6.1 does (util/demangle-ocaml.c),

@@ -17,6 +17,14 @@
  *   setjmp/longjmp                 (allocations after a longjmp
  *                                   abandoned frames)
  *   threads                        (three, from start_thread)
+ *   a call on a stack of its own   (on_other_stack, as Go's
+ *                                   runtime.asmcgocall moves a cgo call
+ *                                   onto the system stack: its CFI does
+ *                                   not follow the switch, and the
+ *                                   return address it leads to is a
+ *                                   stack address, no code: the native
+ *                                   reader ends the stack switched there,
+ *                                   perf 6.1 adds that address unnamed)
  * Every block is freed. No output; exit status 0. */
 #define _GNU_SOURCE
 #include <alloca.h>
@@ -180,6 +188,46 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* on_other_stack(fn, arg, top): fn(arg) on the stack below top, the
+ * old stack pointer kept there (where the CFI, which still describes the
+ * old stack, has the return address); x86-64, as the corpus */
+void on_other_stack(void (*fn)(void *), void *arg, void *top);
+__asm__(".text\n"
+        ".globl on_other_stack\n"
+        ".type on_other_stack, @function\n"
+        "on_other_stack:\n"
+        "  .cfi_startproc\n"
+        "  push %rbp\n"
+        "  .cfi_def_cfa_offset 16\n"
+        "  .cfi_offset %rbp, -16\n"
+        "  mov %rsp, %rbp\n"
+        "  mov %rdx, %rsp\n"        /* the other stack */
+        "  push %rbp\n"             /* the old sp: no code */
+        "  sub $8, %rsp\n"
+        "  mov %rdi, %rax\n"
+        "  mov %rsi, %rdi\n"
+        "  call *%rax\n"
+        "  mov %rbp, %rsp\n"
+        "  pop %rbp\n"
+        "  .cfi_def_cfa_offset 8\n"
+        "  ret\n"
+        "  .cfi_endproc\n"
+        "  .size on_other_stack, .-on_other_stack\n");
+
+static NOINLINE void on_the_other_stack(void *arg)
+{
+    take((size_t)arg, 8);
+    sink++;
+}
+
+static void other_stacks(int n)
+{
+    static char stack[1 << 16] __attribute__((aligned(16)));
+    for (int i = 0; i < n; i++)
+        on_other_stack(on_the_other_stack, (void *)(size_t)(24 + i),
+                       stack + sizeof stack);
+}
+
 int main(void)
 {
     pthread_t t[3];
@@ -194,6 +242,7 @@ int main(void)
     for (int i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
     signals_on_altstack(10);
+    other_stacks(10);
     for (int i = 0; i < nkept; i++)
         rt_free(kept[i]);
     return 0;

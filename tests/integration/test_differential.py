@@ -111,12 +111,13 @@ CALLS = ("tree", "deep", "by_value", "take", "main",
 # gcc -flto makes the file's static functions global: deep.lto_priv.0
 CALLS_LTO = tuple(r"%s(\.lto_priv\.\d+)?" % re.escape(n) for n in CALLS)
 EDGE = ("in_handler", "co_work", "with_alloca", "jumper", "thread_main",
-        "main")
+        "main", "on_other_stack")
 # (the coroutine's first frame is glibc's __start_context, a local
 # symbol: unnamed without libc's debug symbols)
 EDGE_ENDS = (("outermost", "_start"), ("outermost", "__clone3"),
              ("stack switched", r"__pthread_kill_implementation"),
-             ("stack switched", r"__start_context|\[unknown\]"))
+             ("stack switched", r"__start_context|\[unknown\]"),
+             ("stack switched", "on_other_stack"))
 CXX = (r".*Level<9>::run.*", r".*Noisy::~Noisy", r".*recurse_fn.*",
        r".*Failure.*", r".*outline.*")
 
@@ -313,7 +314,8 @@ def aliases(dso, a, b):
 def compare_sample(perf, native, ahead, notes):
     """-> (None or (the first differing frame's index, why), True when
     native has frames past perf's last one). notes counts what was
-    accepted as the same: 'alias' (two names of one address),
+    accepted as the same: 'alias' (two names of one address), 'not code'
+    (see below),
     'native names' (perf has no symbol, native has one), 'signal
     trampoline' (see below), 'last word'
     (native one frame past perf's -1 end: see PERF_END), 'perf empty'
@@ -328,6 +330,14 @@ def compare_sample(perf, native, ahead, notes):
         return None, False
     for j, pf in enumerate(pframes):
         if j >= len(native.frames):
+            if native.end == "stack switched" and all(
+                    f.sym[0] == "[unknown]" for f in pframes[j:]):
+                # the native reader ends a stack before a return address
+                # in no executable mapping (unwind.c, not_code_ends:
+                # CFI that did not follow a stack switch); perf adds it
+                # unnamed, in [stack] or [heap] or in no file
+                notes["not code"] += 1
+                return None, False
             return (j, "native stack ends here, perf has %d more frame(s)"
                     % (len(pframes) - j)), False
         nf = native.frames[j]
