@@ -73,6 +73,11 @@ examples:
         also probe a library the program loads with dlopen
   allocsites record --lib ./.libs/lt-minicc -- ./minicc 500
         a wrapper script (libtool's) that starts the probed program
+  allocsites record -- env RUST_BACKTRACE=0 nice -n 5 ./prog
+        a launcher: the program it runs is found and probed
+  allocsites record -a --lib ./build/cc -- make -j8
+        a parallel build of a probed compiler: recorded on every CPU,
+        as the compilers forked side by side can lose events otherwise
   allocsites record -p 4242 --duration 30 -o server.data
         attach to a running process for 30 s (or until Ctrl-C); it keeps
         running, and its probes cost nothing again afterwards
