@@ -55,18 +55,15 @@ def resolve_program(prog, scripts=False):
 def launched_programs(words):
     """The words (a launcher's arguments: env VAR=1 PROG, nice -n 5 PROG,
     taskset -c 0 PROG, timeout 60 PROG) that name an executable ELF file,
-    as the shell would find it, in order: their absolute paths. Options
+    as resolve_program finds one, in order: their absolute paths. Options
     and VAR=value words are skipped."""
     for word in words:
         if not word or word.startswith("-") or "=" in word:
             continue
-        path = word if "/" in word else shutil.which(word)
-        if path is None or not os.path.isfile(path) or \
-                not os.access(path, os.X_OK):
+        try:
+            yield resolve_program(word)
+        except RecordError:
             continue
-        path = os.path.realpath(path)
-        if elf.open_elf(path) is not None:
-            yield path
 
 
 def is_script(path):

@@ -145,10 +145,12 @@ def probe_targets(opts, argv, pid, alloc_probe):
         binaries = probed_binaries(prog, extra)
         # a launcher (env VAR=1 PROG, nice, taskset, timeout): the first
         # program it runs that has probes is the one, as with --lib PROG
+        # (--lib's files have none, or binaries would not be empty)
         for launched in [] if binaries else launched_programs(argv[1:]):
-            if probed_binaries(launched):
+            binaries = probed_binaries(launched, extra)
+            if binaries:
                 name = "%s (run by %s)" % (launched, argv[0])
-                prog, binaries = launched, probed_binaries(launched, extra)
+                prog = launched
                 break
     if not binaries:
         raise RecordError("no rt probes in %s or the libraries it links: build "
