@@ -536,9 +536,9 @@ static const char *perf_name(const char *name)
 	if (name[0] == '_' && (name[1] == 'Z' || name[1] == 'R'))
 		d = cplus_demangle(name, DMGL_NO_OPTS);
 	/* what cplus_demangle's auto style leaves is no C++ or Rust name */
-	size_t n = strlen(d ? d : name) + 1;
 	if (!d && strncmp(name, "caml", 4))
 		return name;
+	size_t n = strlen(d ? d : name) + 1;
 	if (n > cap) {
 		char *b = realloc(buf, n);
 		if (!b) {
