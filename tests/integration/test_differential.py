@@ -331,11 +331,13 @@ def compare_sample(perf, native, ahead, notes):
     for j, pf in enumerate(pframes):
         if j >= len(native.frames):
             if native.end == "stack switched" and all(
-                    f.sym[0] == "[unknown]" for f in pframes[j:]):
+                    f.sym[0] == "[unknown]" and not f.dso.startswith("/")
+                    and f.dso != "[vdso]" for f in pframes[j:]):
                 # the native reader ends a stack before a return address
                 # in no executable mapping (unwind.c, not_code_ends:
                 # CFI that did not follow a stack switch); perf adds it
-                # unnamed, in [stack] or [heap] or in no file
+                # unnamed, in [stack] or [heap] or in no file, never in a
+                # file's code
                 notes["not code"] += 1
                 return None, False
             return (j, "native stack ends here, perf has %d more frame(s)"
