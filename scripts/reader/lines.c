@@ -96,6 +96,23 @@ static Dwarf_Die *cu_of(Dwfl_Module *mod, Dwarf_Addr addr, Dwarf_Addr *bias,
 	return NULL;
 }
 
+/* The unit whose DIEs hold cu's functions: cu itself, or where cu is
+ * a skeleton (-gsplit-dwarf) the split unit libdw finds for it (the
+ * .dwo its DW_AT_dwo_name names, under DW_AT_comp_dir). The skeleton
+ * keeps the line table and the compilation directory; the functions,
+ * their inlined calls and the language are in the split unit. Without
+ * it (the .dwo not where the build left it) cu is answered as before:
+ * lines and ELF symbols, no inlined frames. */
+static Dwarf_Die *scope_unit(Dwarf_Die *cu, Dwarf_Die *room)
+{
+	uint8_t type;
+	if (dwarf_cu_info(cu->cu, NULL, &type, NULL, room, NULL, NULL,
+			  NULL) != 0 || type != DW_UT_skeleton ||
+	    room->addr == NULL || dwarf_tag(room) != DW_TAG_compile_unit)
+		return cu;
+	return room;
+}
+
 /* A relative file name as binutils prints it: under the CU's
  * DW_AT_comp_dir (clang's DWARF 5 names files relative to it, and libdw
  * 0.188 leaves them so). The result is in buf or is name itself. */
@@ -160,6 +177,7 @@ struct fnrange {
 
 struct cuindex {
 	struct cuindex *next;
+	Dwarf *dw;              /* the file the unit is in (a .dwo's own) */
 	Dwarf_Off cu;
 	struct fnrange *r;
 	Dwarf_Addr *reach;      /* reach[i]: the highest hi of r[0..i] */
@@ -311,12 +329,14 @@ fail:
 static struct cuindex *index_of(Dwarf_Die *cu, Dwarf_Addr bias)
 {
 	Dwarf_Off off = dwarf_dieoffset(cu);
+	Dwarf *dw = dwarf_cu_getdwarf(cu->cu);
 	for (struct cuindex *ix = indexes; ix; ix = ix->next)
-		if (ix->cu == off)
+		if (ix->cu == off && ix->dw == dw)
 			return ix;
 	struct cuindex *ix = calloc(1, sizeof(*ix));
 	if (!ix)
 		return NULL;
+	ix->dw = dw;
 	ix->cu = off;
 	ix->next = indexes;
 	indexes = ix;
@@ -383,15 +403,17 @@ static void answer(Dwfl_Module *mod, u64 addr)
 	 * the scopes of an inlined function's abstract definition; the
 	 * chain it was inlined along is that DIE's own parents
 	 * (dwarf_getscopes_die), as eu-addr2line -i walks it */
+	Dwarf_Die split;
+	Dwarf_Die *unit = scope_unit(cu, &split);
 	Dwarf_Die *scopes = NULL, inner;
-	int n = chain_at(cu, addr, bias, &scopes);
+	int n = chain_at(unit, addr, bias, &scopes);
 	/* no function in the index covers addr (a unit of assembler, a
 	 * function the walk did not go into): dwarf_getscopes, which
 	 * answered before the index; its answer, if any, is kept */
 	if (n <= 0) {
 		free(scopes);
 		scopes = NULL;
-		n = dwarf_getscopes(cu, addr - bias, &scopes);
+		n = dwarf_getscopes(unit, addr - bias, &scopes);
 		if (n > 0) {
 			inner = scopes[0];
 			free(scopes);
@@ -408,7 +430,7 @@ static void answer(Dwfl_Module *mod, u64 addr)
 			continue;
 		char *owned;
 		const char *name = function_name(&scopes[i], &owned);
-		if (!owned && tag == DW_TAG_subprogram && is_cxx(cu)) {
+		if (!owned && tag == DW_TAG_subprogram && is_cxx(unit)) {
 			const char *sym = symbol_name(mod, &scopes[i], addr,
 						      bias, &owned);
 			if (sym)
@@ -424,7 +446,7 @@ static void answer(Dwfl_Module *mod, u64 addr)
 			break;
 		/* the enclosing function's line: where this one was
 		 * inlined into it */
-		file = absolute(cu, call_file(cu, &scopes[i]), call_path,
+		file = absolute(cu, call_file(unit, &scopes[i]), call_path,
 				sizeof call_path);
 		line = call_line(&scopes[i]);
 	}

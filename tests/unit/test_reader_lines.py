@@ -48,8 +48,8 @@ __attribute__((noinline)) int main(void)
 FILE = "prog.c"
 
 
-def build_and_run(tmp, compiler, flags):
-    prog = os.path.join(tmp, "prog-" + compiler)
+def build_and_run(tmp, compiler, flags, name=None):
+    prog = os.path.join(tmp, name or "prog-" + compiler)
     subprocess.run([compiler, "-g", "-O2"] + flags + [FILE, "-o", prog],
                    cwd=tmp, check=True)
     out = subprocess.run([prog], stdout=subprocess.PIPE, check=True,
@@ -82,15 +82,16 @@ class ReaderLines(unittest.TestCase):
         return symbolize.run_addr2line(
             prog, addresses, command=lambda p: [self.reader, "--lines", p])
 
-    def check(self, compiler, flags):
+    def check(self, compiler, flags, name=None):
         if shutil.which(compiler) is None:
             self.skipTest("%s is not installed" % compiler)
-        prog, at = build_and_run(self.tmp, compiler, flags)
+        prog, at = build_and_run(self.tmp, compiler, flags, name)
         got = self.answers(prog, [at[1], at[2]])
         path = os.path.join(self.tmp, FILE)
         self.assertEqual(got[at[1]], [("main", path, 18)])
         self.assertEqual(got[at[2]], [("helper", path, 14),
                                       ("main", path, 19)])
+        return prog, at
 
     def test_gcc_pie(self):
         self.check("gcc", [])
@@ -100,6 +101,40 @@ class ReaderLines(unittest.TestCase):
 
     def test_clang(self):
         self.check("clang", [])
+
+    # -gsplit-dwarf: the program keeps a skeleton unit (lines, the
+    # compilation directory), its functions and inlined calls are in a
+    # .dwo file beside it; without the split unit no inlined frame
+    # (binutils' addr2line 2.40 gives none either)
+    def test_gcc_split_dwarf(self):
+        self.check_split("gcc", ["-gsplit-dwarf"])
+
+    def test_gcc_split_dwarf_4(self):
+        # DWARF 4's GNU form (DW_AT_GNU_dwo_name)
+        self.check_split("gcc", ["-gdwarf-4", "-gsplit-dwarf"])
+
+    def test_clang_split_dwarf(self):
+        self.check_split("clang", ["-gsplit-dwarf"])
+
+    def check_split(self, compiler, flags):
+        name = "split-%s%s" % (compiler, "".join(flags))
+        prog, at = self.check(compiler, flags, name)
+        dwos = [f for f in os.listdir(self.tmp) if f.endswith(".dwo")]
+        self.assertNotEqual(dwos, [], "no .dwo written")
+        # the .dwo gone (a build tree cleaned): lines still, each
+        # frame named by its ELF symbol, the inlined one not seen
+        hidden = os.path.join(self.tmp, "hidden")
+        os.makedirs(hidden, exist_ok=True)
+        for f in dwos:
+            os.rename(os.path.join(self.tmp, f), os.path.join(hidden, f))
+        try:
+            got = self.answers(prog, [at[1], at[2]])
+        finally:
+            for f in dwos:
+                os.rename(os.path.join(hidden, f), os.path.join(self.tmp, f))
+        path = os.path.join(self.tmp, FILE)
+        self.assertEqual(got, {at[1]: [("main", path, 18)],
+                               at[2]: [("main", path, 14)]})
 
     def test_one_large_unit(self):
         # 1500 functions in one file (an amalgamated source such as
