@@ -44,6 +44,12 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+extern unsigned long long rt__fired[RT__FIRED_KINDS];
+extern int rt__exit_state;
+void rt__fork_child(void);
+void rt__exit_init(void);
+void rt__exit_padding(void);
+void rt__exit_fire(void);
 __attribute__((weak, visibility("hidden"))) unsigned long long rt__fired[RT__FIRED_KINDS];
 /* 1 once the fork handler is registered, 2 once rt:exit has fired: the
  * constructor and the destructor below are listed once per translation
@@ -70,7 +76,7 @@ rt__exit_init(void)
 {
     if (rt__exit_state == 0) {
         rt__exit_state = 1;
-        pthread_atfork(0, 0, rt__fork_child);
+        pthread_atfork(RT__NULL, RT__NULL, rt__fork_child);
     }
 }
 

@@ -84,6 +84,8 @@ extern "C" {
 #endif
 /* Per ELF file, like the semaphores: the table, and the number of entries
  * in it (lets RT_RELEASE skip the scan of an empty table). */
+extern struct rt__live *rt__live_table;
+extern unsigned long long rt__live_count;
 __attribute__((weak, visibility("hidden"))) struct rt__live *rt__live_table;
 __attribute__((weak, visibility("hidden"))) unsigned long long rt__live_count;
 #ifdef __cplusplus
@@ -108,26 +110,26 @@ unsigned long long rt__live_insert(unsigned long long p, unsigned long long w)
 unsigned long long rt__live_purge(unsigned long long base,
                                   unsigned long long len)
     __attribute__((weak, visibility("hidden"), noinline, used));
-void rt__live_fork_child(void)
-    __attribute__((weak, visibility("hidden"), noinline, used));
+/* rt__live_fork_child is declared in rt_exit.h, which calls it. */
+struct rt__live *rt__live_map(void);
 
 /* The table, mapped on first use. NULL if mmap fails. */
 __attribute__((weak, visibility("hidden"), noinline, used)) struct rt__live *
 rt__live_map(void)
 {
 #if defined(RT__MAP_ANON)
-    struct rt__live *t = NULL;
-    void *m = mmap(0, sizeof(struct rt__live), PROT_READ | PROT_WRITE,
+    struct rt__live *t = RT__NULL;
+    void *m = mmap(RT__NULL, sizeof(struct rt__live), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | RT__MAP_ANON, -1, 0);
     if (m == MAP_FAILED)
-        return NULL;
+        return RT__NULL;
     if (__atomic_compare_exchange_n(&rt__live_table, &t, (struct rt__live *)m,
                                     0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return (struct rt__live *)m;
     munmap(m, sizeof(struct rt__live)); /* another thread's came first */
     return t;
 #else
-    return NULL;
+    return RT__NULL;
 #endif
 }
 
@@ -206,7 +208,7 @@ __attribute__((weak, visibility("hidden"), noinline, used)) void
 rt__live_fork_child(void)
 {
     struct rt__live *t = rt__live_table;
-    rt__live_table = 0;
+    rt__live_table = RT__NULL;
     rt__live_count = 0;
     if (t)
         munmap(t, sizeof(struct rt__live));

@@ -81,6 +81,13 @@
 #define RT_PROBES_H
 
 #include <stddef.h>
+/* A null pointer that C++11's -Wzero-as-null-pointer-constant accepts
+ * (clang++ warns of NULL too) */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define RT__NULL nullptr
+#else
+#define RT__NULL NULL
+#endif
 
 /* RT_TAG_NAME(tag, "name"): names a tag for reports. A record in the ELF
  * section .rt_tags (read by the post-processor from the binary): no code
@@ -510,6 +517,12 @@ RT__DEFINE_ON(rt__on64, unsigned long long, "cmpq")
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* Each weak definition of this header follows a plain declaration, so
+ * that -Wmissing-prototypes, -Wmissing-declarations (C++) and clang's
+ * -Wmissing-variable-declarations, which projects build with, stay
+ * quiet in the files that include it. */
+extern __thread unsigned int rt__phase_depth;
+extern __thread unsigned int rt__phase_stack[RT__PHASE_DEPTH];
 __attribute__((weak)) __thread unsigned int rt__phase_depth;
 __attribute__((weak)) __thread unsigned int rt__phase_stack[RT__PHASE_DEPTH];
 #ifdef __cplusplus
@@ -587,6 +600,11 @@ static inline void rt__phase_note_sample(void)
 #ifdef __cplusplus
 extern "C" {
 #endif
+void rt__phase_thread_end(void *unused);
+void rt__phase_key_init(void);
+extern pthread_key_t rt__phase_key;
+extern int rt__phase_key_made;
+extern pthread_once_t rt__phase_once;
 __attribute__((weak, visibility("hidden"), noinline, used)) void
 rt__phase_mark(void)
 {

@@ -46,6 +46,8 @@ extern __thread struct rt__sampler rt__sampler_state
 __attribute__((weak, visibility("hidden"), tls_model("initial-exec")))
 __thread struct rt__sampler rt__sampler_state;
 /* R (0 = not read yet) and the count of threads started, per ELF file. */
+extern unsigned long long rt__sample_r;
+extern unsigned long long rt__sample_threads;
 __attribute__((weak, visibility("hidden"))) unsigned long long rt__sample_r;
 __attribute__((weak, visibility("hidden"))) unsigned long long rt__sample_threads;
 #ifdef __cplusplus

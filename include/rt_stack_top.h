@@ -42,6 +42,7 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+void rt__stack_top_map(void);
 __attribute__((weak, visibility("hidden"), constructor, used)) void
 rt__stack_top_map(void)
 {

@@ -235,6 +235,43 @@ class ProbeContract(unittest.TestCase):
             self.cc(use, "clang", "-std=c99", *strict, compiler="clang",
                     link=False)
 
+    # Warnings projects turn on beyond -Wall -Wextra (PostgreSQL builds
+    # with -Wmissing-prototypes; clang's -Wmissing-variable-declarations
+    # and C++'s -Wmissing-declarations are the same check; the rest are
+    # common in strict builds). The header's weak definitions are each
+    # declared first, its null pointers are nullptr in C++11. Not
+    # covered: -Wold-style-cast (the probe macros' casts take a pointer
+    # or an integer alike; docs/probes.md: include with -isystem).
+    STRICT_C = ["-Wmissing-prototypes", "-Wmissing-declarations",
+                "-Wstrict-prototypes", "-Wold-style-definition",
+                "-Wdeclaration-after-statement", "-Wshadow", "-Wvla",
+                "-Wpointer-arith", "-Wundef", "-Wcast-qual", "-Wcast-align",
+                "-Wredundant-decls", "-Wconversion", "-Wsign-conversion",
+                "-Wformat=2", "-Wbad-function-cast", "-Wnested-externs",
+                "-Wwrite-strings", "-Wcast-function-type"]
+    STRICT_CXX = ["-Wmissing-declarations", "-Wshadow", "-Wundef",
+                  "-Wcast-qual", "-Wredundant-decls", "-Wconversion",
+                  "-Wsign-conversion", "-Wzero-as-null-pointer-constant"]
+
+    def test_compiles_clean_under_projects_strict_warnings(self):
+        use = USE % {"include": '#include "rt_probes.h"',
+                     "sample": "RT_REALLOC(ptr, ptr, size, tag);",
+                     "guest": GUEST_H}
+        base = ["-Wall", "-Wextra", "-pedantic", "-Werror"]
+        builds = [("gcc", "-std=c99", self.STRICT_C),
+                  ("gcc", "-std=c11", self.STRICT_C),
+                  ("g++", "-std=c++11", self.STRICT_CXX),
+                  ("g++", "-std=c++20", self.STRICT_CXX)]
+        if shutil.which("clang"):
+            builds += [("clang", "-std=c99", self.STRICT_C +
+                        ["-Wmissing-variable-declarations"]),
+                       ("clang++", "-std=c++17", self.STRICT_CXX +
+                        ["-Wmissing-variable-declarations"])]
+        for i, (compiler, std, flags) in enumerate(builds):
+            with self.subTest(compiler=compiler, std=std):
+                self.cc(use, "strict%d" % i, std, *base, *flags,
+                        compiler=compiler, link=False)
+
     def test_include_order_changes_no_probes(self):
         # sys/sdt.h decides at its first #include whether probes have
         # semaphores; rt_probes.h must keep its own semaphores and leave
