@@ -381,6 +381,14 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	struct unw *u = arg;
 	Dwarf_Addr pc;
 	bool activation;
+	/* What failed on the way here did not end the stack. Cleared
+	 * before dwfl_frame_pc, not after: asked whether the frame is an
+	 * activation, it unwinds the caller to see if that is a signal
+	 * frame, so the read that ends a stack cut short by its copy
+	 * happens in it. Cleared after, that failure was forgotten and the
+	 * stack said to end at its outermost frame (the first sample of a
+	 * process, which libdw unwinds, in a frame larger than the copy). */
+	u->failed = 0;
 	if (!dwfl_frame_pc(state, &pc, &activation)) {
 		u->stopped = 1;
 		return DWARF_CB_ABORT;
@@ -388,7 +396,6 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	if (!activation)
 		pc--;
 	u->pcs[u->n++] = pc;
-	u->failed = 0;   /* what failed on the way here did not end it */
 	u->stopped = 1;
 	/* A pc in no module (JIT code in anonymous memory) is the last
 	 * frame. libdw would go on with its frame-pointer fallback

@@ -104,7 +104,7 @@ def P(name, argv=None, ahead=None, expect=(), native_expect=(),
 # At every level and with both compilers these keep frames of their own
 # (noinline, not tail calls); is_even/is_odd and make_small/make_large
 # are tail calls from -O2 on.
-CALLS = ("tree", "deep", "by_value", "take", "main",
+CALLS = ("tree", "deep", "by_value", "take", "main", "large_frame",
          # Rust's manglings and OCaml's, demangled as perf does (d_calls.c)
          "mycrate::inner::v0_frame", "mycrate::legacy",
          "Mycaml.make_block_42", "Stdlib.<>_7")
