@@ -73,7 +73,6 @@ builds and (without --src) the download included.
 """
 
 import argparse
-import glob
 import json
 import os
 import platform
@@ -88,10 +87,10 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from exact_scale import run  # noqa: E402
 from lib.quick import fill_bytecode_cache  # noqa: E402
+from lib import debsource  # noqa: E402
 
 ALLOCSITES = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "allocsites")]
 PACKAGE = "tcc"
-SOURCES = "deb-src http://deb.debian.org/debian bookworm main\n"
 FP_FLAGS = "-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer"
 HEAPTRACK_FLAGS = "-DRT_PROBES_DISABLE -DRT_ALLOC_HEAPTRACK"
 RECORD_TARGET = 5.0    # issue 30: record within 5x heaptrack
@@ -183,43 +182,9 @@ def is_tcc_tree(path):
 
 
 def fetch_source(tmp):
-    """apt-get source --download-only tcc with a private sources list,
-    lists and cache under tmp; returns the unpacked tree."""
-    apt = os.path.join(tmp, "apt")
-    for d in ("lists/partial", "cache/archives/partial", "download"):
-        os.makedirs(os.path.join(apt, d))
-    srclist = os.path.join(apt, "src.list")
-    with open(srclist, "w") as f:
-        f.write(SOURCES)
-    opts = ["-o", "Dir::Etc::sourcelist=" + srclist,
-            "-o", "Dir::Etc::sourceparts=-",
-            "-o", "Dir::State::Lists=" + os.path.join(apt, "lists"),
-            "-o", "Dir::Cache=" + os.path.join(apt, "cache"),
-            # the private directories are root's (mkdtemp's 0700), which
-            # apt's _apt download user cannot enter
-            "-o", "APT::Sandbox::User=root"]
-    say("apt-get update (private lists: %s)" % SOURCES.strip())
-    check(["apt-get", "-q"] + opts + ["update"], what="apt-get update")
-    say("apt-get source --download-only %s" % PACKAGE)
-    check(["apt-get", "-q"] + opts + ["source", "--download-only", PACKAGE],
-          cwd=os.path.join(apt, "download"),
-          what="apt-get source --download-only %s" % PACKAGE)
-    tars = glob.glob(os.path.join(apt, "download", "*.orig.tar.*"))
-    if len(tars) != 1:
-        raise SystemExit("real_compiler: expected one .orig.tar in %s, "
-                         "found %s" % (apt, tars))
-    tree = os.path.join(tmp, "tcc-source")
-    os.makedirs(tree)
-    check(["tar", "-xf", tars[0], "-C", tree], what="tar -xf " + tars[0])
-    # the tarball has no top-level directory; accept one all the same
-    if not is_tcc_tree(tree):
-        subdirs = [d for d in glob.glob(os.path.join(tree, "*"))
-                   if os.path.isdir(d)]
-        if len(subdirs) == 1 and is_tcc_tree(subdirs[0]):
-            tree = subdirs[0]
-    version = os.path.basename(tars[0]).split(".orig.tar")[0]
-    shutil.rmtree(apt)
-    return tree, version.replace("_", " ")
+    """tcc's source package, unpacked under tmp: (tree, version)."""
+    return debsource.fetch(tmp, PACKAGE, is_tcc_tree, say,
+                           who="real_compiler")
 
 
 def copy_tree(src, dst):
