@@ -5,6 +5,7 @@ import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
 import struct
+import subprocess
 import tempfile
 
 from allocsites_lib.read import perfstderr
@@ -387,6 +388,33 @@ class ResolveProgramTest(unittest.TestCase):
                 binaries.resolve_program(text, scripts=True)
             self.assertEqual(binaries.probed_binaries(
                 os.path.realpath(script)), [])
+
+
+    def test_object_files_and_split_debug_info_are_no_programs(self):
+        # executable bits and ELF headers, but nothing the kernel runs
+        # (perf would hand the file to /bin/sh and record nothing): an
+        # object file, a debug-info file, each named; the program
+        # itself taken
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "p.c")
+            with open(src, "w") as f:
+                f.write("int main(void) { return 0; }\n")
+            prog, obj = os.path.join(tmp, "p"), os.path.join(tmp, "p.o")
+            debug = os.path.join(tmp, "p.debug")
+            subprocess.run(["gcc", "-g", "-c", src, "-o", obj], check=True)
+            subprocess.run(["gcc", "-g", obj, "-o", prog], check=True)
+            subprocess.run(["objcopy", "--only-keep-debug", prog, debug],
+                           check=True)
+            os.chmod(obj, 0o755)
+            os.chmod(debug, 0o755)
+            self.assertEqual(binaries.resolve_program(prog),
+                             os.path.realpath(prog))
+            with self.assertRaisesRegex(RecordError, "p.o is an object "
+                                        "file"):
+                binaries.resolve_program(obj)
+            with self.assertRaisesRegex(RecordError, "p.debug is debug "
+                                        "info split off a program"):
+                binaries.resolve_program(debug)
 
 
 class LaunchedProgramsTest(unittest.TestCase):

@@ -42,14 +42,35 @@ def resolve_program(prog, scripts=False):
     path = os.path.realpath(path)
     if not os.access(path, os.X_OK) or os.path.isdir(path):
         raise RecordError("not an executable file: %s" % prog)
-    if elf.open_elf(path) is None:
+    image = elf.open_elf(path)
+    if image is None:
         if scripts and is_script(path):
             return path
         raise RecordError("not an ELF64 executable: %s (a script? record "
                           "the program it starts: allocsites record -- "
                           "PROG ARGS, or name that program with --lib "
                           "PROG and keep the script)" % prog)
+    not_runnable = not_a_program(image)
+    if not_runnable:
+        raise RecordError("not an executable: %s is %s" % (prog, not_runnable))
     return path
+
+
+def not_a_program(image):
+    """Why an ELF file cannot be run, or None: an object file or a core
+    (their e_type), or the debug info split off a program (objcopy
+    --only-keep-debug keeps the mode, so it looks executable; the kernel
+    refuses it and perf's exec falls back to running it with /bin/sh)."""
+    if image.e_type == 1:       # ET_REL
+        return "an object file (.o): link it into a program first"
+    if image.e_type == 4:       # ET_CORE
+        return "a core dump"
+    text = image.sections.get(".text")
+    if text is not None and text[2] == 0:
+        return ("debug info split off a program (objcopy "
+                "--only-keep-debug): its code is not in it; record the "
+                "program it was split from")
+    return None
 
 
 def launched_programs(words):
