@@ -18,6 +18,8 @@
  *                                             to the system
  *     RT_PHASE_BEGIN(2); ... RT_PHASE_END(2); a phase of the program
  *     RT_PHASE_NAME(2, "parse");              at file scope: phase 2's name
+ *     RT_EXIT(); _exit(0);                    a process ending without
+ *                                             exit(): its counts now
  *
  * Language runtimes (docs/probes.md, "Guest locations"):
  *     RT_ALLOC_GUEST(p, size, tag, where(L)); RT_ALLOC, with the guest
@@ -200,6 +202,7 @@
 #define RT_DECOMMIT(ptr, size) ((void)sizeof(ptr), (void)sizeof(size))
 #define RT_PHASE_BEGIN(id) ((void)sizeof(id))
 #define RT_PHASE_END(id) ((void)sizeof(id))
+#define RT_EXIT() ((void)0)
 
 #else /* probes compiled in */
 
@@ -776,6 +779,14 @@ static void rt__phase_track_site(void) { RT__PROBE0(phase_track); }
     } while (0)
 #define RT_PHASE_BEGIN(id) RT__PHASE(phase_begin, id, rt__phase_push)
 #define RT_PHASE_END(id) RT__PHASE(phase_end, id, rt__phase_pop)
+/* RT_EXIT(): fire rt:exit now, for a process about to end without
+ * exit() (a forked child's _exit, an exec, a runtime such as Go's that
+ * leaves without running C destructors): without it the report cannot
+ * check such a process's events. Last thing before it ends: later
+ * events are not in the counts. Once per file (executable or library):
+ * the file whose probes it counts calls it; the destructor then fires
+ * nothing more. */
+#define RT_EXIT() rt__exit_fire()
 
 #endif /* RT_PROBES_DISABLE */
 #endif /* RT_PROBES_H */

@@ -147,6 +147,16 @@ class EndToEndCount(ProfileTest):
                       rep.stdout)
 
 
+    def test_rt_exit_before__exit_makes_it_checked(self):
+        # the same program, RT_EXIT() before its _exit: both processes
+        # checked, every event counted
+        _, rep, report = self.record_and_report(
+            "rt_exit", [program("t_deep"), "60", "rt_exit_then__exit"])
+        self.assertIs(report["complete"], True, rep.stdout)
+        self.assertEqual(report["check"]["unchecked"], 0)
+        self.assertEqual(report["totals"]["count"], 68)
+        self.assertIn("complete: yes", rep.stdout)
+
     def test_program_killed_by_a_signal_gives_the_shells_status(self):
         # perf re-raises the program's signal on itself: -11 from Popen,
         # which sys.exit turned into 245. A shell says 139 (128 + 11).

@@ -10,7 +10,8 @@
  * of its own and exits, so the end-to-end count must tell the two
  * processes apart; it writes its own truth to $TRUTH_FILE.child. END:
  * "exit" (default, returns from main), "_exit" (ends without exit
- * handlers: no rt:exit event, no truth file), "segv" and "abort" (killed
+ * handlers: no rt:exit event, no truth file), "rt_exit_then__exit"
+ * (RT_EXIT(), then _exit: the count is fired by hand), "segv" and "abort" (killed
  * by SIGSEGV or SIGABRT: the exit status a shell would give is 139 and
  * 134). */
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "rt_alloc.h"
+#include "rt_probes.h"  /* RT_EXIT() */
 #include "truth.h"
 
 #define FORKED 7
@@ -76,6 +78,10 @@ int main(int argc, char **argv)
         waitpid(pid, NULL, 0);
     if (strcmp(end, "_exit") == 0)
         _exit(0);
+    if (strcmp(end, "rt_exit_then__exit") == 0) {
+        RT_EXIT();
+        _exit(0);
+    }
     if (strcmp(end, "segv") == 0) {
         signal(SIGSEGV, SIG_DFL);
         raise(SIGSEGV);

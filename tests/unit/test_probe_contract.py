@@ -255,7 +255,8 @@ class ProbeContract(unittest.TestCase):
 
     def test_compiles_clean_under_projects_strict_warnings(self):
         use = USE % {"include": '#include "rt_probes.h"',
-                     "sample": "RT_REALLOC(ptr, ptr, size, tag);",
+                     "sample": "RT_REALLOC(ptr, ptr, size, tag); "
+                               "RT_EXIT();",
                      "guest": GUEST_H}
         base = ["-Wall", "-Wextra", "-pedantic", "-Werror"]
         builds = [("gcc", "-std=c99", self.STRICT_C),
