@@ -78,7 +78,6 @@ import os
 import platform
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -166,14 +165,8 @@ def say(text):
 
 def check(argv, cwd=None, what=None):
     """Runs argv quietly; on failure stops with the end of its output."""
-    proc = subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                          universal_newlines=True)
-    if proc.returncode != 0:
-        raise SystemExit("real_compiler: %s failed (exit %d):\n%s"
-                         % (what or " ".join(argv), proc.returncode,
-                            proc.stdout[-3000:]))
-    return proc.stdout
+    return debsource.run_quietly(argv, cwd=cwd, what=what,
+                                 who="real_compiler")
 
 
 def is_tcc_tree(path):

@@ -25,13 +25,13 @@ def stale_binaries(dsos, data, build_ids=None):
     for dso in sorted(dsos):
         try:
             if dso in build_ids:
-                # a file there that is no longer an ELF with that
-                # build-id (rebuilt, truncated, overwritten) is stale;
-                # one that is gone is missing_binaries'
-                image = elf.open_elf(dso) if os.path.exists(dso) else False
-                if image is None or (image is not False and
-                                     elf.build_id(image)
-                                     not in build_ids[dso]):
+                # one that is gone is missing_binaries'; a file there
+                # that is no longer an ELF with that build-id (rebuilt,
+                # truncated, overwritten) is stale
+                if not os.path.exists(dso):
+                    continue
+                image = elf.open_elf(dso)
+                if image is None or elf.build_id(image) not in build_ids[dso]:
                     stale.append(dso)
             elif recorded is not None and os.path.getmtime(dso) > recorded:
                 stale.append(dso)
