@@ -257,6 +257,23 @@ class LostFromStatsTest(unittest.TestCase):
         self.assertEqual(perfrun.lost_from_stats(text),
                          (None, "3 PERF_RECORD_LOST records without a count"))
 
+    def test_perf_error_is_unknown_not_zero(self):
+        # perf 6.1 on a pipe-mode recording (perf record -o - > file)
+        # with tracing data: exit status 0, this output, no statistics
+        text = ("0xe64 [0x6963]: failed to process type: 1950615575\n"
+                "Error:\nfailed to process sample\n")
+        self.assertEqual(perfrun.lost_from_stats(text), (
+            None, "perf report --stats could not read the file: failed to "
+            "process sample"))
+
+    def test_error_after_statistics_is_unknown(self):
+        self.assertEqual(perfrun.lost_from_stats(
+            STATS + "Error:\nfailed to process sample\n")[0], None)
+
+    def test_no_statistics_is_unknown(self):
+        self.assertEqual(perfrun.lost_from_stats(""), (
+            None, "perf report --stats printed no statistics"))
+
 
 if __name__ == "__main__":
     unittest.main()

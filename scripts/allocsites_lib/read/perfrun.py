@@ -128,10 +128,30 @@ def count_lost(path, perf="perf", timeout=120):
     return lost_from_stats(out)
 
 
+def _stats_failure(text):
+    """Why `perf report --stats` output holds no statistics, or None.
+    perf 6.1 exits 0 after "Error:" when it cannot read a file (a
+    pipe-mode recording with tracing data: "failed to process type"), and
+    nothing it printed may read as "nothing lost"."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for i, line in enumerate(lines):
+        if line.startswith("Error:"):
+            said = line[len("Error:"):].strip() or \
+                (lines[i + 1] if i + 1 < len(lines) else "")
+            return "perf report --stats could not read the file%s" % (
+                ": " + said if said else "")
+    if not any(_SECTION_RE.match(line) for line in lines):
+        return "perf report --stats printed no statistics"
+    return None
+
+
 def lost_from_stats(text):
     """(lost, None), or (None, reason) when `perf report --stats` text says
     samples were dropped but kept no count: then the profile is not clean,
     and must not read as 0 lost."""
+    failed = _stats_failure(text)
+    if failed:
+        return None, failed
     lost, records = parse_stats(text)
     if lost == 0 and records > 0:
         return None, "%d PERF_RECORD_LOST records without a count" % records
