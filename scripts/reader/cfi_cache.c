@@ -165,6 +165,33 @@ out:
 	free(f);
 }
 
+/* Whether the CFI at pc (.eh_frame, else .debug_frame) says the return
+ * address is undefined: the frame has no caller. */
+int cfi_says_outermost(Dwfl *dwfl, u64 pc)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
+	if (!mod)
+		return 0;
+	for (int debug = 0; debug < 2; debug++) {
+		Dwarf_Addr bias;
+		Dwarf_CFI *cfi = debug ? dwfl_module_dwarf_cfi(mod, &bias)
+				       : dwfl_module_eh_cfi(mod, &bias);
+		Dwarf_Frame *f;
+		if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &f) != 0)
+			continue;
+		Dwarf_Op *ops, mem[3];
+		size_t n;
+		int ra = dwarf_frame_info(f, NULL, NULL, NULL);
+		/* undefined: no ops and ops set (same-value: ops NULL) */
+		int undefined = ra >= 0 &&
+				dwarf_frame_register(f, ra, mem, &ops, &n) == 0 &&
+				n == 0 && ops;
+		free(f);
+		return undefined;
+	}
+	return 0;
+}
+
 static const struct rule *rule_for(struct cfi_cache *c, Dwfl *dwfl, u64 pc)
 {
 	size_t j = slot_of(c, pc);
@@ -200,10 +227,13 @@ int cfi_unwind(struct cfi_cache *c, Dwfl *dwfl, const struct sample *s,
 	       int *end)
 {
 	*end = END_NONE;
-	if (ip_pos < 0 || sp_pos < 0 || bp_pos < 0 || max < 1)
+	if (ip_pos < 0 || sp_pos < 0 || max < 1)
 		return -1;
+	/* %rbp may be missing (perf record --user-regs=ip,sp): unknown
+	 * until a frame restores it, and needed only for an %rbp-based CFA */
+	int bp_known = bp_pos >= 0;
 	u64 pc = word(s->regs, (u64)ip_pos), sp = word(s->regs, (u64)sp_pos),
-	    bp = word(s->regs, (u64)bp_pos);
+	    bp = bp_known ? word(s->regs, (u64)bp_pos) : 0;
 	u64 sp0 = sp;
 	int n = 0;
 	pcs[n++] = pc;
@@ -217,6 +247,8 @@ int cfi_unwind(struct cfi_cache *c, Dwfl *dwfl, const struct sample *s,
 			*end = END_OUTERMOST;
 			break;
 		}
+		if (r->cfa_rbp && !bp_known)
+			return -1;   /* libdw says where the stack ends */
 		u64 cfa = (r->cfa_rbp ? bp : sp) + (u64)(int64_t)r->cfa_off;
 		u64 ra, at = cfa + (u64)(int64_t)r->ra_off;
 		if (!read_word(s, sp0, at, &ra)) {
@@ -224,9 +256,12 @@ int cfi_unwind(struct cfi_cache *c, Dwfl *dwfl, const struct sample *s,
 			*end = end_of_read(sp0, at);
 			break;
 		}
-		if (r->bp_saved &&
-		    !read_word(s, sp0, cfa + (u64)(int64_t)r->bp_off, &bp))
-			return -1;
+		if (r->bp_saved) {
+			if (!read_word(s, sp0, cfa + (u64)(int64_t)r->bp_off,
+				       &bp))
+				return -1;
+			bp_known = 1;
+		}
 		if (ra == 0)
 			return -1;
 		sp = cfa;

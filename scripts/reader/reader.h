@@ -294,6 +294,7 @@ struct Dwfl;
 int cfi_unwind(struct cfi_cache *c, struct Dwfl *dwfl,
 	       const struct sample *s, int ip_pos, int sp_pos, int bp_pos,
 	       u64 *pcs, int max, int *end);
+int cfi_says_outermost(struct Dwfl *dwfl, u64 pc);
 extern u64 unwind_fast, unwind_slow, unwind_mismatch;
 
 /* JIT code's names (perfmap.c): whether a mapping's path is memory

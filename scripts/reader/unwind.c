@@ -185,6 +185,16 @@ static int reg_pos(const struct sample *s, int perf_reg)
 	return perf_reg < 64 ? pos[perf_reg] : -1;
 }
 
+/* Whether the sample has every register set_initial_registers gives
+ * libdw (perf record --user-regs can leave some out). */
+static int has_all_registers(const struct sample *s)
+{
+	for (int i = 0; i < 17; i++)
+		if (reg_pos(s, dwarf_to_perf[i]) < 0)
+			return 0;
+	return 1;
+}
+
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 			void *arg)
 {
@@ -206,17 +216,25 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result,
 	return true;
 }
 
+/* The registers the sample has; those it lacks stay undefined, and a
+ * frame whose CFI needs one of them ends the stack there. A recording
+ * made with perf record --user-regs=ip,sp (a smaller sample) has only
+ * those two, and perf's unwinding goes on with them wherever the CFA is
+ * %rsp-based: so must this one. Without ip or sp nothing unwinds. */
 static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 {
 	struct unw *u = arg;
-	Dwarf_Word regs[17];
+	if (reg_pos(u->s, 8) < 0 || reg_pos(u->s, PERF_REG_SP) < 0)
+		return false;
 	for (int i = 0; i < 17; i++) {
 		int pos = reg_pos(u->s, dwarf_to_perf[i]);
 		if (pos < 0)
+			continue;
+		Dwarf_Word value = word(u->s->regs, (u64)pos);
+		if (!dwfl_thread_state_registers(thread, i, 1, &value))
 			return false;
-		regs[i] = word(u->s->regs, (u64)pos);
 	}
-	return dwfl_thread_state_registers(thread, 0, 17, regs);
+	return true;
 }
 
 static const Dwfl_Thread_Callbacks thread_callbacks = {
@@ -440,7 +458,11 @@ static int libdw_unwind(struct unw *u, struct proc *p, const struct sample *s,
 	int sp = reg_pos(s, PERF_REG_SP);
 	if (u->n && !u->stopped && u->failed && sp >= 0)
 		*end = end_of_read(word(s->regs, (u64)sp), u->failed_at);
-	else if (u->n && !u->stopped && !u->failed && rc == 0)
+	else if (u->n && !u->stopped && !u->failed && rc == 0 &&
+		 (has_all_registers(s) ||
+		  cfi_says_outermost(u->dwfl, u->pcs[u->n - 1])))
+		/* with registers missing, a caller whose CFA needs one is
+		 * undefined to libdw as well: only the CFI tells */
 		*end = END_OUTERMOST;
 	return u->n;
 }

@@ -48,6 +48,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (BUILD, ROOT, ProfileTest, allocsites,  # noqa: E402
                      rt_events)
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from allocsites_lib.read import perfrun  # noqa: E402
 
 # DIFF_READER: another build of the reader to hold against perf (an older
 # commit's, to see that this test catches what it was written for)
@@ -71,7 +73,7 @@ AHEAD_DEBUG_FRAME = ("only .debug_frame covers the code: perf's libunwind "
 
 Program = collections.namedtuple("Program",
                                  "name argv ahead expect native_expect setup "
-                                 "record_args reference ends")
+                                 "record_args reference ends perf_args")
 
 
 def corpus(name):
@@ -79,7 +81,8 @@ def corpus(name):
 
 
 def P(name, argv=None, ahead=None, expect=(), native_expect=(),
-      setup=None, record_args=(), reference=None, ends=()):
+      setup=None, record_args=(), reference=None, ends=(),
+      perf_args=None):
     """A corpus entry. argv: the command (default: the program alone);
     ahead: why the native reader may go further than perf (None: both
     must end at the same frame); expect: symbols (regular expressions,
@@ -95,10 +98,13 @@ def P(name, argv=None, ahead=None, expect=(), native_expect=(),
     the functions perf names there; ends: (the native reader's end of
     a stack, a regular expression of the last function before it)
     pairs some sample must show (reader.h: "outermost", "stack
-    switched")."""
+    switched"); perf_args: recorded by perf record itself with these
+    options (its own probe event, made and deleted by the test) instead
+    of allocsites record: a recording made as its user chose."""
     return Program(name, argv or [corpus(name)], ahead, tuple(expect),
                    tuple(native_expect), setup, list(record_args),
-                   reference, tuple(ends))
+                   reference, tuple(ends),
+                   None if perf_args is None else list(perf_args))
 
 
 # At every level and with both compilers these keep frames of their own
@@ -164,6 +170,17 @@ CORPUS = [
       record_args=["--lib", corpus("libd_plug3.so")]),
     P("lua_host", argv=[corpus("lua_host"), LUA_SCRIPT],
       expect=("luaopen_lfs", "luaV_execute", "lua_pcallk", "main")),
+    # perf record --user-regs=ip,sp: a smaller sample, the other
+    # registers missing. perf unwinds with those two wherever the CFA is
+    # %rsp-based; the native reader gave no frame at all (2026-11-27).
+    # Where a frame's CFA needs %rbp (gcc -O0) both stop there.
+    P("calls_gcc_O2_ip_sp", argv=[corpus("calls_gcc_O2")], expect=CALLS,
+      perf_args=["--user-regs=ip,sp"]),
+    P("calls_gcc_O0_ip_sp", argv=[corpus("calls_gcc_O0")],
+      expect=("rt_alloc",), perf_args=["--user-regs=ip,sp"]),
+    P("lua_host_ip_sp", argv=[corpus("lua_host"), LUA_SCRIPT],
+      expect=("luaopen_lfs", "luaV_execute", "lua_pcallk", "main"),
+      perf_args=["--user-regs=ip,sp"]),
 ]
 
 ALLOC_EVENT = re.compile(r"sdt_rt:alloc(_\d+)?$")
@@ -534,6 +551,8 @@ class Differential(ProfileTest):
 
     def record(self, prog):
         data = os.path.join(self.tmp, prog.name + ".data")
+        if prog.perf_args is not None:
+            return self.record_with_perf(prog, data)
         rec = allocsites(["record", "-o", data] + prog.record_args +
                          ["--"] + prog.argv)
         self.assertEqual(rec.returncode, 0, rec.stderr)
@@ -543,6 +562,44 @@ class Differential(ProfileTest):
                          "%s: the recording lost events; the comparison "
                          "would be of a partial recording:\n%s"
                          % (prog.name, rec.stderr))
+        return data
+
+    def record_with_perf(self, prog, data):
+        """prog's allocations recorded by perf record with DWARF stacks
+        and prog.perf_args, through a probe event of its own (perf probe
+        -f: sdt_rt:alloc_N if sdt_rt:alloc is someone else's), deleted
+        once perf is done. A recording that lost samples fails."""
+        cache = os.path.join(self.tmp, prog.name + ".buildids")
+        made = subprocess.run(["perf", "--buildid-dir", cache, "probe", "-f",
+                               "-x", prog.argv[0], "sdt_rt:alloc"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True)
+        self.assertEqual(made.returncode, 0, made.stdout)
+        event = re.search(r"^\s*(sdt_rt:alloc(?:_\d+)?)\s", made.stdout,
+                          re.M)
+        self.assertIsNotNone(event, made.stdout)
+        try:
+            rec = subprocess.run(["perf", "record", "-q", "-o", data, "-m",
+                                  "64M", "--call-graph", "dwarf",
+                                  "-e", event.group(1)] + prog.perf_args +
+                                 ["--"] + prog.argv,
+                                 stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE,
+                                 universal_newlines=True)
+        finally:
+            # before tearDown, which checks that no event is left
+            subprocess.run(["perf", "probe", "-q", "-d", event.group(1)],
+                           stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        stats = subprocess.run(["perf", "report", "--stats", "-i", data],
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT,
+                               universal_newlines=True).stdout
+        self.assertEqual(perfrun.lost_from_stats(stats), (0, None),
+                         "%s: the recording lost samples; the comparison "
+                         "would be of a partial recording:\n%s"
+                         % (prog.name, stats))
         return data
 
     def both_sides(self, data):
@@ -649,6 +706,15 @@ class Differential(ProfileTest):
                          prog.native_expect)
         seen = {(n.end, n.frames[-1].sym[0]) for n in native
                 if n.end and n.frames}
+        if prog.perf_args is not None:
+            # a stack that a missing register stops (the CFA of the
+            # caller needs it) has a caller: not its outermost frame
+            wrong = [(i, n.frames[-1].sym[0]) for i, n in enumerate(native)
+                     if n.end == "outermost" and n.frames and
+                     n.frames[-1].sym[0] not in ("_start", "__clone3")]
+            self.assertEqual(wrong[:3], [], "%s: %d stacks said to end at "
+                             "their outermost frame" % (prog.name,
+                                                        len(wrong)))
         if prog.ends:
             # and each stack ends as the program made it: at _start or a
             # thread's __clone3 (outermost), or else (the handler on
