@@ -351,6 +351,18 @@ class CmdlineTest(unittest.TestCase):
         self.assertFalse(pd.attached(
             ["perf", "record", "-o", "x", "--", "mkdir", "-p", "a/b"]))
 
+    def test_user_regs(self):
+        self.assertEqual(pd.user_regs(
+            ["perf", "record", "--user-regs=ip,sp", "--", "prog"]), "ip,sp")
+        self.assertEqual(pd.user_regs(
+            ["perf", "record", "--user-regs", "ip,sp,bp", "prog"]),
+            "ip,sp,bp")
+        self.assertIsNone(pd.user_regs(["perf", "record", "--call-graph",
+                                        "dwarf", "--", "prog"]))
+        # the program's own option, after --
+        self.assertIsNone(pd.user_regs(
+            ["perf", "record", "--", "prog", "--user-regs=ip"]))
+
     def test_system_wide(self):
         self.assertTrue(pd.system_wide(
             ["perf", "record", "-e", "sdt_rt:alloc", "-a", "--", "make"]))

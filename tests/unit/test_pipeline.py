@@ -213,6 +213,19 @@ class BuildReportTest(unittest.TestCase):
             self.assertIn("1 allocations have stacks cut short", r.warnings[0])
             self.assertIn(advice, r.warnings[0])
 
+    def test_cut_short_with_registers_left_out_says_so(self):
+        # perf record --user-regs=ip,sp: not the copy's size
+        t = Tally()
+        t.add(alloc([PROBE, PARSE, MAIN10], 4))
+        r = assemble.build(t, options.parse([]), symbolizer(), 0, None,
+                           unwind="dwarf", stack_size=8192,
+                           user_regs="ip,sp")
+        self.assertEqual(r.warnings, [
+            "1 allocations have stacks cut short (not reaching main/_start): "
+            "the recording has only the registers ip,sp (perf record "
+            "--user-regs), and a stack stops at a frame whose caller needs "
+            "another to be found; record without --user-regs"])
+
     def test_duplicates_counted_by_kind_without_a_warning(self):
         # perf 6.1 writes a record twice now and then: dropped exactly,
         # counted in JSON, no warning on a recording that is whole.

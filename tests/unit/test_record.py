@@ -258,6 +258,13 @@ class PerfStderrTest(unittest.TestCase):
         self.assertEqual(perfstderr.read_errors(lines), [lines[2], lines[3], lines[4],
                                                          lines[5]])
 
+    def test_unwinding_messages_are_not_read_errors(self):
+        # perf's unwinder on one sample (--user-regs=ip,sp; a stack it
+        # cannot follow): that stack ends, the file is read on
+        lines = ["unwind: can't read reg 6", "unwind: no map for 9",
+                 "failed to read event header"]
+        self.assertEqual(perfstderr.read_errors(lines), [lines[2]])
+
     def test_capture_keeps_and_replays_fd_2(self):
         with tempfile.TemporaryFile() as real:
             saved = os.dup(2)

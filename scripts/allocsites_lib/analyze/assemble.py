@@ -126,7 +126,7 @@ def build(tally, opts, symbolizer, lost, lost_reason, data=None,
           read_errors=(), interrupted=False, build_ids=None,
           attached=False, tail_cut=False, unwind=None, unseen=(),
           still_running=False, stopped=None, running=(), stack_size=0,
-          system_wide=False):
+          system_wide=False, user_regs=None):
     """The Report of tally, as opts ask for it. data: the perf.data path,
     to notice binaries rebuilt since; build_ids: {path: set of hex
     build-ids} the recording's MMAP2 records name
@@ -138,7 +138,8 @@ def build(tally, opts, symbolizer, lost, lost_reason, data=None,
     stack_size: the bytes of stack copied a sample (Scan.stack_size);
     system_wide: recorded on every CPU (record -a), so that running
     names every process of the machine, of which only those that sent
-    rt events count."""
+    rt events count; user_regs: perf record --user-regs's value, where
+    the recording took fewer registers than all (perfdata.user_regs)."""
     names = collect_tag_names(tally, symbolizer)
     tags = set(opts.tag) if opts.tag else None
     mode = tally.mode()
@@ -181,7 +182,8 @@ def build(tally, opts, symbolizer, lost, lost_reason, data=None,
     if rust is not None:
         warnings.append(rust)
     sampling = _more_warnings(tally, opts, names, tags, mode, result,
-                              (unwind, stack_size), data, build_ids, gone,
+                              (unwind, stack_size, user_regs), data,
+                              build_ids, gone,
                               read_errors, warnings, bad_options)
     filters = {"tag": opts.tag, "min_size": opts.min_size,
                "depth": opts.depth, "top": opts.top, "skip": opts.skip,
@@ -242,8 +244,9 @@ def _more_warnings(tally, opts, names, tags, mode, result, stacks, data,
     """build's warnings about the options, the sampling, the stacks
     and the binaries, appended to warnings (and bad_options); returns the
     report's sampling ({samples, sample_bytes}, or None in exact mode).
-    stacks: (unwind, stack_size), how the stacks were taken."""
-    unwind, stack_size = stacks
+    stacks: (unwind, stack_size, user_regs), how the stacks were
+    taken."""
+    unwind, stack_size, user_regs = stacks
     if tags is not None:
         present = {label for _, tag in tally.entries(mode)
                    for label in (str(tag), names.get(tag))}
@@ -303,6 +306,14 @@ def _more_warnings(tally, opts, names, tags, mode, result, stacks, data,
                         % (cut, ", ".join(gone),
                            "is" if len(gone) == 1 else "are",
                            "it is" if len(gone) == 1 else "they are"))
+    elif cut and unwind == "dwarf" and user_regs is not None:
+        # not the copy's size either: the unwinding of a caller whose
+        # CFA needs a register the samples lack stops (perf's as well)
+        warnings.append("%d allocations have stacks cut short (not reaching "
+                        "main/_start): the recording has only the registers "
+                        "%s (perf record --user-regs), and a stack stops at "
+                        "a frame whose caller needs another to be found; "
+                        "record without --user-regs" % (cut, user_regs))
     elif cut and stack_size >= STACK_COPY_MAX:
         warnings.append("%d allocations have stacks cut short (not reaching "
                         "main/_start): they are deeper than the largest "
@@ -424,7 +435,8 @@ def build_after_reading(tally, opts, symbolizer, lost, lost_reason,
                         read_errors=(), interrupted=False, build_ids=None,
                         attached=False, tail_cut=False, unwind=None,
                         unseen=(), still_running=False, stopped=None,
-                        running=(), stack_size=0, system_wide=False):
+                        running=(), stack_size=0, system_wide=False,
+                        user_regs=None):
     """build, plus what only the reading knows: handler exceptions,
     inline expansion, no events at all. Used (through
     pipeline.analyze_and_render) by allocsites.py's trace_end and by
@@ -435,7 +447,7 @@ def build_after_reading(tally, opts, symbolizer, lost, lost_reason,
                    tail_cut=tail_cut, unwind=unwind, unseen=unseen,
                    still_running=still_running, stopped=stopped,
                    running=running, stack_size=stack_size,
-                   system_wide=system_wide)
+                   system_wide=system_wide, user_regs=user_regs)
     if handler_errors:
         report.warnings.append("%d events raised in the handler and were "
                                "skipped" % handler_errors)

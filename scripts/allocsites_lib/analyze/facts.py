@@ -18,7 +18,8 @@ from ..record.binaries import (semaphore_trouble, stuck_semaphores_warning,
 
 Facts = collections.namedtuple(
     "Facts", "lost lost_reason build_ids attached tail_cut unwind unseen "
-             "still_running stopped running stack_size system_wide")
+             "still_running stopped running stack_size system_wide "
+             "user_regs")
 
 
 def recording_facts(data, scan, probed, perf="perf"):
@@ -50,7 +51,9 @@ def recording_facts(data, scan, probed, perf="perf"):
         stopped=scan.stopped if scan is not None else None,
         running=tuple(running) if not attached else (),
         stack_size=scan.stack_size if scan is not None else 0,
-        system_wide=scan is not None and perfdata.system_wide(scan.cmdline))
+        system_wide=scan is not None and perfdata.system_wide(scan.cmdline),
+        user_regs=perfdata.user_regs(scan.cmdline) if scan is not None
+        else None)
 
 
 def kwargs(facts):

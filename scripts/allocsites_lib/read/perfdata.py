@@ -149,6 +149,20 @@ def system_wide(cmdline):
     return any(a in ("-a", "--all-cpus") for a in perf_options(cmdline))
 
 
+def user_regs(cmdline):
+    """The registers perf record --user-regs took (its value, as given),
+    or None where it took the default (every register, with --call-graph
+    dwarf). Fewer registers: a stack stops at a frame whose caller's
+    unwinding needs one of the others."""
+    options = perf_options(cmdline)
+    for i, a in enumerate(options):
+        if a.startswith("--user-regs="):
+            return a[len("--user-regs="):]
+        if a == "--user-regs" and i + 1 < len(options):
+            return options[i + 1]
+    return None
+
+
 def scan(path, keep_times=True):
     """Scan of the perf.data at path, or PerfDataError. keep_times False:
     times is None and depths empty (the native report needs neither, and
