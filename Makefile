@@ -172,6 +172,7 @@ bench: deps all
 	$(PYTHON) bench/exact_scale.py > $(BENCH_OUT)/exact_scale.md && cat $(BENCH_OUT)/exact_scale.md
 	$(PYTHON) bench/real_compiler.py > $(BENCH_OUT)/real_compiler.md && cat $(BENCH_OUT)/real_compiler.md
 	$(PYTHON) bench/real_database.py > $(BENCH_OUT)/real_database.md; cat $(BENCH_OUT)/real_database.md
+	$(PYTHON) bench/real_interpreter.py > $(BENCH_OUT)/real_interpreter.md; cat $(BENCH_OUT)/real_interpreter.md
 	$(PYTHON) bench/large_program.py > $(BENCH_OUT)/large_program.md && cat $(BENCH_OUT)/large_program.md
 	$(PYTHON) bench/report_throughput.py > $(BENCH_OUT)/report_throughput.md && cat $(BENCH_OUT)/report_throughput.md
 	$(PYTHON) bench/offcost_callgrind.py > $(BENCH_OUT)/offcost_callgrind.md && cat $(BENCH_OUT)/offcost_callgrind.md

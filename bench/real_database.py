@@ -47,11 +47,8 @@ Run as root (perf), after `make all`.
 """
 
 import argparse
-import collections
-import json
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
@@ -60,14 +57,12 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from lib import debsource  # noqa: E402
-import test_differential as differential  # noqa: E402
+from lib import bothreaders  # noqa: E402
 
-ALLOCSITES = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "allocsites")]
-READER = os.path.join(BUILD, "allocsites-read")
+ALLOCSITES = bothreaders.ALLOCSITES
+READER = bothreaders.READER
 PACKAGE = "postgresql-15"
 USER = "nobody"
 PORT = "5439"
@@ -106,7 +101,6 @@ SELECT length(string_agg(name, ',' ORDER BY id)) FROM t WHERE id < 300;
 SELECT length(jsonb_agg(jsonb_build_object('id', id, 'n', name))::text)
   FROM t WHERE id < 200;
 """
-SITE_FIELDS = ("count", "bytes", "peak_bytes", "leaked_bytes")
 
 
 def say(text):
@@ -207,57 +201,6 @@ def record(bindir, work, data):
     return err
 
 
-def report(data, out, env=None):
-    """allocsites report --json; (wall seconds, the report)."""
-    t0 = time.monotonic()
-    proc = subprocess.run(ALLOCSITES + ["report", "-i", data, "--json", out],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True,
-                          env=dict(os.environ, **(env or {})))
-    wall = time.monotonic() - t0
-    if proc.returncode != 0:
-        raise SystemExit("real_database: report failed:\n%s"
-                         % proc.stderr[-3000:])
-    with open(out) as f:
-        return wall, json.load(f)
-
-
-def sites(rep):
-    return {(s["function"], s["file"], s["line"]):
-            tuple(s.get(k) for k in SITE_FIELDS) for s in rep["sites"]}
-
-
-def frame_by_frame(data):
-    """test_differential's comparison of every rt:alloc sample: (samples,
-    differing, accepted notes, the first difference rendered)."""
-    native = subprocess.run([READER, "--text", data], stdout=subprocess.PIPE,
-                            universal_newlines=True, check=True).stdout
-    perf = subprocess.run(
-        ["perf", "script", "-i", data, "--ns", "--no-inline",
-         "-F", "pid,tid,time,event,ip,sym,symoff,dso"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        universal_newlines=True, check=True).stdout
-    p_side = differential.parse_perf(perf)
-    n_side = differential.parse_native(native)
-    if len(p_side) != len(n_side):
-        return len(p_side), None, {}, "perf gave %d samples, the native " \
-            "reader %d" % (len(p_side), len(n_side))
-    notes = collections.Counter()
-    bad, first = collections.Counter(), None
-    for i, (p, n) in enumerate(zip(p_side, n_side)):
-        if p.key != n.key:
-            return len(p_side), None, notes, \
-                "sample #%d is not the same sample on both sides" % i
-        diff, _ = differential.compare_sample(p, n, None, notes)
-        if diff is not None:
-            # why, without its counts: "native goes on past perf's last
-            # frame (2 more)" and "(3 more)" are one reason
-            bad[re.sub(r" \(\d+ more\)|\(-?\d+\)", "", diff[1])] += 1
-            if first is None:
-                first = differential.render_diff(i, p, n, *diff)
-    return len(p_side), bad, dict(notes), first
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--src", help="an unpacked postgresql-15 tree")
@@ -284,48 +227,17 @@ def main():
         bindir = build(source, work, args.jobs)
         data = os.path.join(work, "pg.data")
         rec_err = record(bindir, work, data)
-        say("report, native reader")
-        n_wall, n_rep = report(data, os.path.join(work, "native.json"))
-        say("report, ALLOCSITES_READER=perf")
-        p_wall, p_rep = report(data, os.path.join(work, "perf.json"),
-                               {"ALLOCSITES_READER": "perf"})
-        say("frame by frame (perf script takes minutes)")
-        samples, bad, notes, first = frame_by_frame(data)
+        print("# A real database with its own arenas: PostgreSQL's memory "
+              "contexts\n")
+        print("Machine: %s, %d CPUs, %s; `bench/real_database.py`; %s, "
+              "built -O2 -g, the workload of the script's WORKLOAD.\n"
+              % (platform.node(), os.cpu_count(), platform.release(),
+                 version))
+        return bothreaders.compare_and_print(data, work, rec_err,
+                                             "real_database")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-
-    summary = [line for line in rec_err.splitlines()
-               if line.startswith("allocsites: recorded")]
-    ns, ps = sites(n_rep), sites(p_rep)
-    differ = sorted(k for k in set(ns) | set(ps) if ns.get(k) != ps.get(k))
-    print("# A real database with its own arenas: PostgreSQL's memory "
-          "contexts\n")
-    print("Machine: %s, %d CPUs, %s; `bench/real_database.py`; %s, built "
-          "-O2 -g, the workload of the script's WORKLOAD.\n"
-          % (platform.node(), os.cpu_count(), platform.release(), version))
-    print("| what | figure |\n|---|---|")
-    print("| recording | %s |" % (summary[-1].split(": ", 1)[1]
-                                 if summary else "(no summary)"))
-    print("| allocations, lost, complete (native report) | %d, %s, %s |"
-          % (n_rep["events"]["alloc"], n_rep["lost"], n_rep["complete"]))
-    print("| report, native reader | %.1f s |" % n_wall)
-    print("| report, ALLOCSITES_READER=perf | %.1f s |" % p_wall)
-    print("| sites, native / perf | %d / %d; %s |"
-          % (len(ns), len(ps), "every site's %s the same" %
-             ", ".join(SITE_FIELDS) if not differ else
-             "%d differ (first: %s)" % (len(differ), differ[0])))
-    print("| rt:alloc samples compared frame by frame | %d |" % samples)
-    print("| samples that differ | %s |" % (
-        "(not compared)" if bad is None else
-        "%d%s" % (sum(bad.values()), "".join(
-            "; %s: %d" % kv for kv in bad.most_common()))))
-    print("| accepted as the same (test_differential.py) | %s |"
-          % (", ".join("%s %d" % kv for kv in sorted(notes.items()))
-             or "none"))
-    if first:
-        print("\nThe first difference:\n\n```\n%s\n```" % first)
-    return 0 if not differ and bad is not None and not bad else 1
 
 
 if __name__ == "__main__":
