@@ -4,9 +4,12 @@
  * libzstd. Memory: two fixed buffers, whatever the file's size (perf
  * script 6.1 keeps every decompressed record until it exits).
  *
- * Only the little-endian file format (PERFILE2) is read; pipe-mode
- * files, big-endian files and other compressors are refused with a
- * message, and the report then falls back to perf script. */
+ * Only the little-endian format (PERFILE2) is read, as a file perf
+ * wrote (an attribute table and feature sections around the data) or as
+ * a stream (perf record -o -, "pipe mode": the same things as records
+ * ahead of the data, open_pipe); big-endian files and other compressors
+ * are refused with a message, and the report then falls back to perf
+ * script. */
 #include "reader.h"
 
 #include <errno.h>
@@ -18,6 +21,17 @@
 #define FEAT_EVENT_DESC 12
 #define FEAT_COMPRESSED 27
 #define COMP_ZSTD 1
+
+/* The records of a pipe-mode stream that stand for the file's header */
+#define REC_HEADER_ATTR 64
+#define REC_HEADER_EVENT_TYPE 65
+#define REC_HEADER_TRACING_DATA 66
+#define REC_HEADER_BUILD_ID 67
+#define REC_EVENT_UPDATE 78
+#define REC_HEADER_FEATURE 80
+#define REC_FINISHED_INIT 82
+#define EVENT_UPDATE_NAME 2
+#define MAX_ATTRS 4096
 
 #define IN_SIZE (1u << 20)
 /* Decompressed records are walked in a buffer this size: a record is at
@@ -134,8 +148,36 @@ static void read_event_desc(struct perffile *pf, const u8 *d, u64 size)
 	}
 }
 
-static int read_features(struct perffile *pf, u64 bits[4], u64 file_size,
-			 char *err, size_t errlen)
+int perffile_feature(const struct perffile *pf, int feat, u64 *off,
+		     u64 *size)
+{
+	if (feat < 0 || feat >= FEAT_MAX || !(pf->feat_bits >> feat & 1))
+		return -1;
+	*off = pf->feat_off[feat];
+	*size = pf->feat_size[feat];
+	return 0;
+}
+
+int perffile_has_names(const struct perffile *pf)
+{
+	for (int a = 0; a < pf->nattrs; a++)
+		if (pf->attrs[a].name[0])
+			return 1;
+	return 0;
+}
+
+static void set_feature(struct perffile *pf, u64 feat, u64 off, u64 size)
+{
+	if (feat < FEAT_MAX) {
+		pf->feat_bits |= 1ull << feat;
+		pf->feat_off[feat] = off;
+		pf->feat_size[feat] = size;
+	}
+}
+
+/* The feature table after the data: where each section lies. */
+static int table_features(struct perffile *pf, u64 bits[4], u64 file_size,
+			  char *err, size_t errlen)
 {
 	u64 pos = pf->data_offset + pf->data_size;
 	for (int feat = 0; feat < 256; feat++) {
@@ -146,9 +188,22 @@ static int read_features(struct perffile *pf, u64 bits[4], u64 file_size,
 			return fail(err, errlen, "%s: file is truncated: feature "
 				    "table past the end", pf->path);
 		pos += 16;
-		u64 off = le64(sec), size = le64(sec + 8);
-		if (feat != FEAT_TRACING_DATA && feat != FEAT_EVENT_DESC &&
-		    feat != FEAT_COMPRESSED)
+		set_feature(pf, (u64)feat, le64(sec), le64(sec + 8));
+	}
+	return 0;
+}
+
+/* The features the reader uses: the tracepoint formats, the events'
+ * names, the compressor. */
+static int read_features(struct perffile *pf, u64 file_size, char *err,
+			 size_t errlen)
+{
+	static const int used[] = { FEAT_TRACING_DATA, FEAT_EVENT_DESC,
+				    FEAT_COMPRESSED };
+	for (size_t k = 0; k < sizeof(used) / sizeof(used[0]); k++) {
+		int feat = used[k];
+		u64 off, size;
+		if (perffile_feature(pf, feat, &off, &size))
 			continue;
 		if (!inside(off, size, file_size) || size > (1u << 30))
 			return fail(err, errlen, "%s: a feature section lies "
@@ -190,6 +245,190 @@ static int read_features(struct perffile *pf, u64 bits[4], u64 file_size,
 	return 0;
 }
 
+/* The fields of a perf_event_attr (asz bytes at a) the reader uses. */
+static void set_attr(struct attr *at, const u8 *a)
+{
+	at->type = le32(a);
+	at->config = le64(a + 8);
+	at->sample_type = le64(a + 24);
+	at->sample_id_all = (le64(a + 40) >> 18) & 1;
+	at->regs_mask = le64(a + 80);
+	at->stack_user = le32(a + 88);
+	at->trailer = at->sample_id_all ? trailer_size(at->sample_type) : 0;
+}
+
+static int refuse_sample_type(struct perffile *pf, const struct attr *at,
+			      char *err, size_t errlen)
+{
+	if (at->sample_type & (ST_READ | ST_BRANCH_STACK))
+		return fail(err, errlen, "%s: samples carry read values or "
+			    "branch stacks (not recorded by allocsites)",
+			    pf->path);
+	return 0;
+}
+
+/* Pipe mode (perf record -o -): the stream after the 16-byte header
+ * carries what a file's header points at, as records: HEADER_ATTR (an
+ * attr, then its ids, to the record's end), HEADER_FEATURE (u64 feature
+ * number, then the section), HEADER_TRACING_DATA (u32 size: that many
+ * bytes follow the record, outside its size) and EVENT_UPDATE (u64
+ * type, u64 id, then for a name a NUL-terminated string). perf 6.1
+ * writes the attrs, features and tracing data first, then kernel
+ * records, the names and FINISHED_INIT, then the samples. They are read
+ * up to FINISHED_INIT or the first sample; the data walk begins after
+ * the leading run of header records (walk skips a later tracing data's
+ * bytes). */
+static int open_pipe(struct perffile *pf, u64 file_size, char *err,
+		     size_t errlen)
+{
+	struct name { u64 id; char name[256]; } *names = NULL;
+	size_t nnames = 0, names_cap = 0;
+	int cap = 0, rc = -1;
+	u8 *rec = malloc(1u << 16);
+	u64 pos = 16, data_start = 0;
+	pf->pipe = 1;
+	if (!rec) {
+		fail(err, errlen, "%s: out of memory", pf->path);
+		goto out;
+	}
+	while (pos + 8 <= file_size) {
+		if (read_at(pf->f, pos, rec, 8)) {
+			fail(err, errlen, "%s: cannot read its records", pf->path);
+			goto out;
+		}
+		u32 type = le32(rec);
+		u16 size;
+		memcpy(&size, rec + 6, 2);
+		if (size < 8) {
+			snprintf(err, errlen, "%s: a record of size %u at offset "
+				 "%llu: the file is damaged", pf->path, size,
+				 (unsigned long long)pos);
+			goto out;
+		}
+		if (type == REC_SAMPLE || type == REC_COMPRESSED ||
+		    type == REC_FINISHED_INIT)
+			break;
+		if (!inside(pos, size, file_size) ||
+		    read_at(pf->f, pos, rec, size)) {
+			fail(err, errlen, "%s: file is truncated", pf->path);
+			goto out;
+		}
+		u64 total = size;
+		if (type == REC_HEADER_TRACING_DATA) {
+			if (size < 16) {
+				fail(err, errlen, "%s: a tracing data record too "
+				     "short", pf->path);
+				goto out;
+			}
+			total += le32(rec + 8);
+			if (!inside(pos, total, file_size)) {
+				fail(err, errlen, "%s: file is truncated (in its "
+				     "tracing data)", pf->path);
+				goto out;
+			}
+			set_feature(pf, FEAT_TRACING_DATA, pos + size,
+				    le32(rec + 8));
+		} else if (type == REC_HEADER_ATTR) {
+			u32 asz = size >= 16 ? le32(rec + 12) : 0;
+			if (asz < 96 || asz > size - 8u || (size - 8u - asz) % 8) {
+				fail(err, errlen, "%s: a bad attribute record",
+				     pf->path);
+				goto out;
+			}
+			if (pf->nattrs == MAX_ATTRS) {
+				fail(err, errlen, "%s: more attributes than any "
+				     "recording has", pf->path);
+				goto out;
+			}
+			if (pf->nattrs == cap) {
+				int ncap = cap ? cap * 2 : 8;
+				struct attr *n = realloc(pf->attrs,
+							 ncap * sizeof(*n));
+				if (!n) {
+					fail(err, errlen, "%s: out of memory",
+					     pf->path);
+					goto out;
+				}
+				pf->attrs = n;
+				cap = ncap;
+			}
+			struct attr *at = &pf->attrs[pf->nattrs];
+			memset(at, 0, sizeof(*at));
+			at->index = pf->nattrs++;
+			set_attr(at, rec + 8);
+			at->nids = (size - 8u - asz) / 8;
+			at->ids = calloc(at->nids ? at->nids : 1, 8);
+			if (!at->ids) {
+				fail(err, errlen, "%s: out of memory", pf->path);
+				goto out;
+			}
+			memcpy(at->ids, rec + 8 + asz, at->nids * 8);
+			if (refuse_sample_type(pf, at, err, errlen))
+				goto out;
+		} else if (type == REC_HEADER_FEATURE) {
+			if (size < 16) {
+				fail(err, errlen, "%s: a feature record too short",
+				     pf->path);
+				goto out;
+			}
+			set_feature(pf, le64(rec + 8), pos + 16, size - 16u);
+		} else if (type == REC_EVENT_UPDATE && size >= 24 &&
+			   le64(rec + 8) == EVENT_UPDATE_NAME) {
+			if (nnames == names_cap) {
+				size_t ncap = names_cap ? names_cap * 2 : 8;
+				struct name *n = ncap > MAX_ATTRS ? NULL :
+					realloc(names, ncap * sizeof(*n));
+				if (!n) {
+					fail(err, errlen, "%s: more event names "
+					     "than any recording has", pf->path);
+					goto out;
+				}
+				names = n;
+				names_cap = ncap;
+			}
+			struct name *nm = &names[nnames++];
+			nm->id = le64(rec + 16);
+			size_t len = size - 24u;
+			const u8 *nul = memchr(rec + 24, 0, len);
+			if (nul)
+				len = (size_t)(nul - (rec + 24));
+			if (len > sizeof(nm->name) - 1)
+				len = sizeof(nm->name) - 1;
+			memcpy(nm->name, rec + 24, len);
+			nm->name[len] = 0;
+		}
+		if (!data_start && type != REC_HEADER_ATTR &&
+		    type != REC_HEADER_FEATURE &&
+		    type != REC_HEADER_TRACING_DATA &&
+		    type != REC_HEADER_EVENT_TYPE &&
+		    type != REC_HEADER_BUILD_ID)
+			data_start = pos;
+		pos += total;
+	}
+	if (!data_start)
+		data_start = pos;
+	if (pf->nattrs == 0) {
+		fail(err, errlen, "%s: a pipe-mode recording without its "
+		     "attributes", pf->path);
+		goto out;
+	}
+	pf->data_offset = data_start;
+	pf->data_size = file_size - data_start;
+	if (index_ids(pf)) {
+		fail(err, errlen, "%s: out of memory", pf->path);
+		goto out;
+	}
+	for (size_t i = 0; i < nnames; i++)
+		for (const struct idref *r = first_id(pf, names[i].id);
+		     r < pf->ids + pf->nids && r->id == names[i].id; r++)
+			strcpy(pf->attrs[r->attr].name, names[i].name);
+	rc = 0;
+out:
+	free(rec);
+	free(names);
+	return rc;
+}
+
 int perffile_open(struct perffile *pf, const char *path, char *err,
 		  size_t errlen)
 {
@@ -209,9 +448,15 @@ int perffile_open(struct perffile *pf, const char *path, char *err,
 	if (memcmp(h, "PERFILE2", 8) != 0)
 		return fail(err, errlen, "%s: not a little-endian perf.data "
 			    "file", path);
+	if (le64(h + 8) == 16) {
+		if (open_pipe(pf, file_size, err, errlen) ||
+		    read_features(pf, file_size, err, errlen))
+			return -1;
+		goto formats;
+	}
 	if (le64(h + 8) != 104)
-		return fail(err, errlen, "%s: pipe-mode perf.data (read it "
-			    "with perf script)", path);
+		return fail(err, errlen, "%s: not a perf.data header (its "
+			    "size is neither a file's nor a stream's)", path);
 	u64 attr_size = le64(h + 16), attrs_off = le64(h + 24),
 	    attrs_size = le64(h + 32);
 	pf->data_offset = le64(h + 40);
@@ -244,14 +489,7 @@ int perffile_open(struct perffile *pf, const char *path, char *err,
 				    path);
 		}
 		at->index = i;
-		at->type = le32(a);
-		at->config = le64(a + 8);
-		at->sample_type = le64(a + 24);
-		at->sample_id_all = (le64(a + 40) >> 18) & 1;
-		at->regs_mask = le64(a + 80);
-		at->stack_user = le32(a + 88);
-		at->trailer = at->sample_id_all ?
-			trailer_size(at->sample_type) : 0;
+		set_attr(at, a);
 		u64 ids_off = le64(a + attr_size - 16),
 		    ids_size = le64(a + attr_size - 8);
 		if (!inside(ids_off, ids_size, file_size) || ids_size % 8 ||
@@ -271,18 +509,18 @@ int perffile_open(struct perffile *pf, const char *path, char *err,
 			return fail(err, errlen, "%s: cannot read attribute "
 				    "ids", path);
 		}
-		if (at->sample_type & (ST_READ | ST_BRANCH_STACK)) {
+		if (refuse_sample_type(pf, at, err, errlen)) {
 			free(a);
-			return fail(err, errlen, "%s: samples carry read "
-				    "values or branch stacks (not recorded by "
-				    "allocsites)", path);
+			return -1;
 		}
 	}
 	free(a);
 	if (index_ids(pf))
 		return fail(err, errlen, "%s: out of memory", path);
-	if (read_features(pf, bits, file_size, err, errlen))
+	if (table_features(pf, bits, file_size, err, errlen) ||
+	    read_features(pf, file_size, err, errlen))
 		return -1;
+formats:
 	for (int i = 0; i < pf->nattrs; i++) {
 		struct attr *at = &pf->attrs[i];
 		if (at->type != PERF_TYPE_TRACEPOINT)
@@ -529,6 +767,24 @@ static long walk(struct perffile *pf, const u8 *buf, size_t n,
 				 "offset %llu: the file is damaged", pf->path,
 				 size, (unsigned long long)pf->at);
 			return -1;
+		}
+		if (type == REC_HEADER_TRACING_DATA && dctx && pf->pipe) {
+			/* a stream's tracing data, after the data began:
+			 * its bytes follow the record, outside its size */
+			if (size < 16 || pos + 16 > n)
+				break;
+			u64 total = size + (u64)le32(buf + pos + 8);
+			if (total > IN_SIZE / 2) {
+				snprintf(err, errlen, "%s: tracing data of %llu "
+					 "bytes at offset %llu, amid the records",
+					 pf->path, (unsigned long long)total,
+					 (unsigned long long)pf->at);
+				return -1;
+			}
+			if (pos + total > n)
+				break;
+			pos += (size_t)total;
+			continue;
 		}
 		if (pos + size > n)
 			break;

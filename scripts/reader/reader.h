@@ -116,7 +116,21 @@ struct perffile {
 	u64 at;                 /* file offset of the record being read (of
 				 * its PERF_RECORD_COMPRESSED, inside one) */
 	u64 walk_base;          /* file offset of the read buffer's start */
+	int pipe;               /* pipe mode (perf record -o -): attrs and
+				 * features came as records in the stream */
+	u64 feat_bits;          /* the features present, below FEAT_MAX */
+	u64 feat_off[64], feat_size[64];   /* where each one's data lies */
 };
+
+#define FEAT_MAX 64
+/* A feature section's (offset, size) in the file, from the table after
+ * the data or, in pipe mode, from its HEADER_FEATURE record: 0, or -1
+ * when the recording has no such feature. */
+int perffile_feature(const struct perffile *pf, int feat, u64 *off,
+		     u64 *size);
+/* Whether any attribute has a name (EVENT_DESC, or pipe mode's
+ * EVENT_UPDATE records). */
+int perffile_has_names(const struct perffile *pf);
 
 /* A sample's fields, pointing into the record's bytes. */
 struct sample {

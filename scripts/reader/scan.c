@@ -82,7 +82,6 @@
 #include <string.h>
 
 #define FEAT_CMDLINE 11
-#define FEAT_EVENT_DESC 12
 #define X86_REG_SP 7            /* perf_regs.h: PERF_REG_X86_SP */
 #define STACK_EVERY 16          /* one sample in this many: a depth */
 #define RECENT 64               /* times kept per thread to tell copies */
@@ -710,33 +709,12 @@ static int put_depths(struct scan *s)
 	return 0;
 }
 
-/* The feature section feat's (offset, size) from the table after the
- * data (perffile_open checked the table lies in the file): 0, or -1
- * when the file has no such feature. */
-static int feature(struct perffile *pf, int feat, u64 *off, u64 *size)
-{
-	u8 bits[32], sec[16];
-	if (fseeko(pf->f, 72, SEEK_SET) || fread(bits, 1, 32, pf->f) != 32 ||
-	    !(bits[feat / 8] >> (feat % 8) & 1))
-		return -1;
-	u64 pos = pf->data_offset + pf->data_size;
-	for (int f = 0; f < feat; f++)
-		if (bits[f / 8] >> (f % 8) & 1)
-			pos += 16;
-	if (fseeko(pf->f, (off_t)pos, SEEK_SET) ||
-	    fread(sec, 1, 16, pf->f) != 16)
-		return -1;
-	*off = le64(sec);
-	*size = le64(sec + 8);
-	return 0;
-}
-
 /* CMDLINE: u32 nr, then nr strings, each a u32 length and that many
  * bytes, NUL-padded; what lies past the section is not read. */
 static int put_cmdline(struct perffile *pf, char *err, size_t errlen)
 {
 	u64 off, size;
-	if (feature(pf, FEAT_CMDLINE, &off, &size))
+	if (perffile_feature(pf, FEAT_CMDLINE, &off, &size))
 		return 0;
 	fseeko(pf->f, 0, SEEK_END);
 	u64 file_size = (u64)ftello(pf->f);
@@ -889,8 +867,7 @@ int scan_main(int argc, char **argv)
 	struct perffile *pf = &s.pf;
 	if (perffile_open(pf, path, err, sizeof(err)))
 		goto fail;
-	u64 off, size;
-	if (feature(pf, FEAT_EVENT_DESC, &off, &size)) {
+	if (!perffile_has_names(pf)) {
 		snprintf(err, sizeof(err), "%s: no event names (feature "
 			 "EVENT_DESC)", path);
 		goto fail;
@@ -923,6 +900,12 @@ int scan_main(int argc, char **argv)
 	if (perffile_records(pf, on_record, &s, err, sizeof(err))) {
 		if (s.oom)
 			snprintf(err, sizeof(err), "%s: out of memory", path);
+		goto fail;
+	}
+	if (pf->tail_cut && pf->pipe) {
+		snprintf(err, sizeof(err), "%s: the stream ends inside a record "
+			 "(%llu bytes at its end): perf stopped writing it "
+			 "there", path, (unsigned long long)pf->tail_cut);
 		goto fail;
 	}
 	if (pf->tail_cut) {

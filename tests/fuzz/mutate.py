@@ -35,6 +35,9 @@ SEEDS = os.path.join(HERE, "seeds")
 REC_MMAP, REC_COMM, REC_EXIT, REC_FORK = 1, 3, 4, 7
 REC_SAMPLE, REC_MMAP2 = 9, 10
 REC_FINISHED_ROUND, REC_COMPRESSED = 68, 81
+# pipe mode's records for what a file's header holds
+REC_HEADER_ATTR, REC_HEADER_TRACING_DATA = 64, 66
+REC_EVENT_UPDATE, REC_HEADER_FEATURE, REC_FINISHED_INIT = 78, 80, 82
 FEAT_TRACING_DATA, FEAT_EVENT_DESC, FEAT_COMPRESSED = 1, 12, 27
 ST_IP, ST_TID, ST_TIME, ST_ADDR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 ST_ID, ST_CPU, ST_PERIOD, ST_STREAM_ID = 1 << 6, 1 << 7, 1 << 8, 1 << 9
@@ -142,6 +145,43 @@ class PerfData:
     def copy(self):
         return PerfData(self.build())
 
+    def build_pipe(self, names=True):
+        """The same recording as perf record -o - writes it: a 16-byte
+        header, then a HEADER_ATTR record per attribute (the attr, then
+        its ids), a HEADER_FEATURE record per feature but the tracing
+        data, a HEADER_TRACING_DATA record followed by the formats
+        (outside its size, padded to 8 bytes), an EVENT_UPDATE naming
+        each attribute (names: from EVENT_DESC), FINISHED_INIT, the
+        data's records."""
+        out = bytearray(b"PERFILE2" + struct.pack("<Q", 16))
+        for a in self.attrs:
+            body = bytes(a.body)
+            asz = u32(body, 4) or len(body)
+            body = body[:asz].ljust(asz, b"\0")
+            out += header_record(REC_HEADER_ATTR, body + bytes(a.ids))
+        for f in sorted(self.features):
+            if f != FEAT_TRACING_DATA:
+                out += header_record(REC_HEADER_FEATURE,
+                                     struct.pack("<Q", f) +
+                                     self.features[f])
+        td = self.features.get(FEAT_TRACING_DATA)
+        if td is not None:
+            padded = bytes(td).ljust((len(td) + 7) // 8 * 8, b"\0")
+            out += header_record(REC_HEADER_TRACING_DATA,
+                                 struct.pack("<II", len(padded), 0))
+            out += padded
+        if names:
+            for id_, name in event_names(self.features.get(
+                    FEAT_EVENT_DESC, b"")):
+                text = name.encode() + b"\0"
+                out += header_record(REC_EVENT_UPDATE, struct.pack(
+                    "<QQ", 2, id_) + text.ljust((len(text) + 7) // 8 * 8,
+                                                b"\0"))
+        out += header_record(REC_FINISHED_INIT, b"")
+        for r in self.records:
+            out += r
+        return bytes(out)
+
     # -- what a record is ------------------------------------------------
 
     def attr_of(self, rec):
@@ -223,6 +263,99 @@ class PerfData:
     def tracepoint_samples(self):
         return self.indexes(lambda r: rec_type(r) == REC_SAMPLE and
                             "raw_size" in self.sample_layout(r))
+
+
+def header_record(rtype, payload):
+    """A record of rtype around payload (padded to 8 bytes)."""
+    payload = bytes(payload).ljust((len(payload) + 7) // 8 * 8, b"\0")
+    return struct.pack("<IHH", rtype, 0, 8 + len(payload)) + payload
+
+
+def event_names(desc):
+    """[(id, name)] of an EVENT_DESC section."""
+    out = []
+    if len(desc) < 8:
+        return out
+    nr, sz = struct.unpack_from("<II", desc, 0)
+    pos = 8
+    for _ in range(nr):
+        pos += sz
+        nids, slen = struct.unpack_from("<II", desc, pos)
+        pos += 8
+        name = bytes(desc[pos:pos + slen]).split(b"\0")[0].decode()
+        pos += slen
+        for k in range(nids):
+            out.append((u64(desc, pos + 8 * k), name))
+        pos += 8 * nids
+    return out
+
+
+def m_pipe(pd, ctx):
+    """Pipe-mode streams (perf record -o -) of the seed: whole, and with
+    each header record damaged: an attr's size 0, short or past its
+    record, a tracing data size past the end or huge, a feature record
+    too short, a name without its NUL, no attributes, tracing data again
+    amid the records (its bytes outside its size), records cut short."""
+    whole = pd.build_pipe()
+    out = [("pipe", whole, None), ("pipe_unnamed", pd.build_pipe(False),
+                                   None)]
+    first = 16   # the first HEADER_ATTR record
+
+    def at_type(b, rtype):
+        pos = 16
+        while pos + 8 <= len(b):
+            t, size = struct.unpack_from("<I", b, pos)[0], \
+                struct.unpack_from("<H", b, pos + 6)[0]
+            if t == rtype:
+                return pos
+            if size < 8:
+                return None
+            pos += size + (struct.unpack_from("<I", b, pos + 8)[0]
+                           if t == REC_HEADER_TRACING_DATA else 0)
+        return None
+    for name, value in (("0", 0), ("95", 95), ("past", 0xfff0)):
+        b = bytearray(whole)
+        struct.pack_into("<I", b, first + 12, value)
+        out.append(("pipe_attr_size_" + name, bytes(b), None))
+    td = at_type(whole, REC_HEADER_TRACING_DATA)
+    if td is not None:
+        for name, value in (("past", len(whole)), ("huge", 0xffffffff),
+                            ("odd", 13)):
+            b = bytearray(whole)
+            struct.pack_into("<I", b, td + 8, value)
+            out.append(("pipe_tracing_" + name, bytes(b), None))
+    feat = at_type(whole, REC_HEADER_FEATURE)
+    if feat is not None:
+        b = bytearray(whole)
+        struct.pack_into("<H", b, feat + 6, 12)
+        out.append(("pipe_feature_short", bytes(b), None))
+    upd = at_type(whole, REC_EVENT_UPDATE)
+    if upd is not None:
+        b = bytearray(whole)
+        size = struct.unpack_from("<H", b, upd + 6)[0]
+        b[upd + 24:upd + size] = b"x" * (size - 24)
+        out.append(("pipe_update_nonul", bytes(b), None))
+    no_attrs = PerfData(pd.build())
+    no_attrs.attrs = []
+    try:
+        out.append(("pipe_no_attrs", no_attrs.build_pipe(), None))
+    except (ValueError, struct.error):
+        pass
+    amid = PerfData(pd.build())
+    td_bytes = bytes(4096)
+    amid.records.insert(min(10, len(amid.records)), bytearray(
+        header_record(REC_HEADER_TRACING_DATA, struct.pack("<II", 4096, 0))
+        + td_bytes))
+    out.append(("pipe_tracing_amid", amid.build_pipe(), None))
+    huge = PerfData(pd.build())
+    huge.records.insert(min(10, len(huge.records)), bytearray(
+        header_record(REC_HEADER_TRACING_DATA,
+                      struct.pack("<II", 0xfffffff8, 0))))
+    out.append(("pipe_tracing_amid_huge", huge.build_pipe(), None))
+    for at in (8, 16, 17, first + 100, td + 20 if td else 200,
+               len(whole) // 2, len(whole) - 3):
+        out.append(("pipe_cut_at_%d" % at, whole[:at], None))
+    return out
 
 
 def rec_type(rec):
@@ -827,7 +960,7 @@ def flips(raw, pd, rng, count):
 STRUCTURED = (m_attr_ids, m_attr_table, m_tracefmt, m_raw_data, m_stack,
               m_regs, m_mmap_paths, m_many_mmaps, m_ids_many, m_fork_bomb,
               m_formats_many, m_zstd_bomb,
-              m_short_records, m_no_rounds)
+              m_short_records, m_no_rounds, m_pipe)
 
 
 def mutants(seeds, fifo=None, rng_seed=31, nflips=12, compress=("basic",)):

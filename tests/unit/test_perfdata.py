@@ -323,10 +323,20 @@ class ScanTest(unittest.TestCase):
             self.scan(bytes(blob))
         self.assertTrue(cm.exception.corrupt)
 
-    def test_unsupported_is_not_corrupt(self):
+    def test_damaged_stream_is_corrupt(self):
+        # pipe mode (a 16-byte header): read since 2026-11-27, so a
+        # stream of zeros is a record of size 0, damage
         pipe = struct.pack("<8sQ", b"PERFILE2", 16) + b"\0" * 200
+        with self.assertRaises(pd.PerfDataError) as cm:
+            self.scan(pipe)
+        self.assertTrue(cm.exception.corrupt)
+        self.assertIn("a record of size 0 at offset 16", str(cm.exception))
+
+    def test_unsupported_is_not_corrupt(self):
+        # a header of another size: another format, for perf to read
+        other = struct.pack("<8sQ", b"PERFILE2", 120) + b"\0" * 200
         no_time = [("sdt_rt:alloc", IP | TID, [1], 2)]
-        for blob in (pipe, perf_data(no_time, [record(9, b"\0" * 24)])):
+        for blob in (other, perf_data(no_time, [record(9, b"\0" * 24)])):
             with self.assertRaises(pd.PerfDataError) as cm:
                 self.scan(blob)
             self.assertFalse(cm.exception.corrupt)

@@ -78,7 +78,7 @@ class HostileRecordings(unittest.TestCase):
         # every class issue 31 lists is made (a seed that changed shape
         # would silently make fewer)
         for c in ("attr", "tracefmt", "raw", "stack", "regs", "mmap",
-                  "short", "size", "no", "trunc", "cut", "flip"):
+                  "short", "size", "no", "trunc", "cut", "flip", "pipe"):
             self.assertIn(c, classes)
         names = {n for n, _, _ in ms}
         for n in ("basic-mmap_fifo", "basic-mmap_many_8000",
@@ -91,6 +91,28 @@ class HostileRecordings(unittest.TestCase):
             self.assertIn(n, names)
         files = [(n, self.write(n, b), e) for n, b, e in ms]
         self.assertEqual(run_all(files), [])
+
+    def test_pipe_mode_reads_as_the_file(self):
+        # each seed as perf record -o - writes it: the same samples, the
+        # same frames, the same scan but for the data's size
+        reader = os.path.join(BUILD, "allocsites-read")
+        for name, data in mutate.load_seeds().items():
+            path = os.path.join(mutate.SEEDS, name + ".data")
+            pipe = self.write(name + "-as-pipe",
+                              mutate.PerfData(data).build_pipe())
+            for args in (["--text"], ["--scan"]):
+                want, got = (subprocess.run(
+                    [reader] + args + [p], stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, universal_newlines=True)
+                    for p in (path, pipe))
+                self.assertEqual((got.returncode, got.stderr), (0, ""),
+                                 name)
+                drop = ("data_size ",)
+                self.assertEqual(
+                    [l for l in got.stdout.splitlines()
+                     if not l.startswith(drop)],
+                    [l for l in want.stdout.splitlines()
+                     if not l.startswith(drop)], "%s %s" % (name, args))
 
     def test_crash_reproducers(self):
         if not os.path.isdir(CRASHES):

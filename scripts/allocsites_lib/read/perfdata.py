@@ -197,7 +197,7 @@ def _open_check(path):
 
 # What allocsites-read --scan says of a file it does not handle (not
 # damaged: the caller falls back to perf report --stats).
-UNSUPPORTED = ("not a little-endian perf.data", "pipe-mode perf.data",
+UNSUPPORTED = ("not a little-endian perf.data", "not a perf.data header",
                "the header has no data size", "read values or branch stacks",
                "other than zstd", "no event names", "common time field",
                "cannot tell the events' samples apart", "out of memory")

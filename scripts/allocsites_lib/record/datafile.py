@@ -93,7 +93,16 @@ def finished(path):
     except OSError:
         return True
     return not (len(header) == 56 and header[:8] == PERF_MAGIC and
+                not is_pipe_header(header) and
                 struct.unpack("<Q", header[48:56])[0] == 0)
+
+
+def is_pipe_header(header):
+    """Whether a perf.data's first bytes are a stream's (perf record -o
+    -: a 16-byte header, then records; no data offset or size to check)
+    rather than a file's 104-byte header."""
+    return len(header) >= 16 and header[:8] == PERF_MAGIC and \
+        struct.unpack("<Q", header[8:16])[0] == 16
 
 
 def check_perf_data(path):
@@ -123,6 +132,8 @@ def check_perf_data(path):
         raise RecordError("%s: %s" % (path, e.strerror))
     if header[:8] != PERF_MAGIC:
         raise RecordError("%s: not a perf.data file" % path)
+    if is_pipe_header(header):
+        return   # a stream: its end is where perf stopped writing
     # perf_file_header: magic, size, attr_size, attrs {offset, size},
     # data {offset, size}, ...
     if len(header) < 56:
