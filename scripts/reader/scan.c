@@ -82,6 +82,7 @@
 #include <string.h>
 
 #define FEAT_CMDLINE 11
+#define FEAT_EVENT_DESC 12
 #define X86_REG_SP 7            /* perf_regs.h: PERF_REG_X86_SP */
 #define STACK_EVERY 16          /* one sample in this many: a depth */
 #define RECENT 64               /* times kept per thread to tell copies */
@@ -867,7 +868,9 @@ int scan_main(int argc, char **argv)
 	struct perffile *pf = &s.pf;
 	if (perffile_open(pf, path, err, sizeof(err)))
 		goto fail;
-	if (!perffile_has_names(pf)) {
+	u64 off, size;
+	if (perffile_feature(pf, FEAT_EVENT_DESC, &off, &size) &&
+	    !perffile_has_names(pf)) {   /* a stream's EVENT_UPDATE names */
 		snprintf(err, sizeof(err), "%s: no event names (feature "
 			 "EVENT_DESC)", path);
 		goto fail;

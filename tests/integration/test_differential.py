@@ -593,14 +593,18 @@ class Differential(ProfileTest):
         try:
             with open(data if to_stdout else os.devnull, "wb") as out:
                 rec = subprocess.run(
-                    ["perf", "record", "-q", "-o", data, "-m", "64M",
+                    # -N: nothing into root's build-id cache (~/.debug)
+                    ["perf", "record", "-q", "-N", "-o", data, "-m", "64M",
                      "--call-graph", "dwarf", "-e", event.group(1)] +
                     prog.perf_args + ["--"] + prog.argv,
                     stdout=out, stderr=subprocess.PIPE,
                     universal_newlines=True)
         finally:
             # before tearDown, which checks that no event is left
-            subprocess.run(["perf", "probe", "-q", "-d", event.group(1)],
+            # with the same private cache: perf probe -d writes its
+            # probe cache into ~/.debug otherwise
+            subprocess.run(["perf", "--buildid-dir", cache, "probe", "-q",
+                            "-d", event.group(1)],
                            stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
         self.assertEqual(rec.returncode, 0, rec.stderr)

@@ -41,6 +41,18 @@ PROT_EXEC = 4
 PERF_RECORD_SAMPLE = 9
 PERF_RECORD_LOST_SAMPLES = 13
 PERF_RECORD_COMPRESSED = 81
+# pipe mode's records for what a file's header holds (perffile.c)
+PERF_RECORD_HEADER_ATTR = 64
+PERF_RECORD_HEADER_EVENT_TYPE = 65
+PERF_RECORD_HEADER_TRACING_DATA = 66
+PERF_RECORD_HEADER_BUILD_ID = 67
+PERF_RECORD_EVENT_UPDATE = 78
+PERF_RECORD_HEADER_FEATURE = 80
+PERF_RECORD_FINISHED_INIT = 82
+EVENT_UPDATE_NAME = 2
+MAX_ATTRS = 4096
+# tracing data amid a stream's records: at most half the reader's window
+PIPE_TRACING_MAX = (1 << 20) // 2
 
 PERF_TYPE_TRACEPOINT = 2
 
@@ -99,7 +111,8 @@ def read_header(mm, size):
         raise PerfDataError("not a little-endian perf.data file (magic %r)"
                             % magic)
     if hsize != HEADER.size:
-        raise PerfDataError("pipe-mode perf.data (header size %d)" % hsize)
+        raise PerfDataError("not a perf.data header (its size is neither a "
+                            "file's nor a stream's: %d)" % hsize)
     if data_size == 0:
         raise PerfDataError("header has no data size (unfinished recording?)")
     if data_off + data_size > size or attrs_off + attrs_size > size:
@@ -137,6 +150,98 @@ def read_attrs(mm, size, attr_size, attrs_off, attrs_size):
         attrs.append(Attr(type_, sample_type, flags, ids,
                           regs_user=regs_user, stack_user=stack_user))
     return attrs
+
+
+def read_pipe(mm, size):
+    """A stream's (perf record -o -) attributes, feature sections (the
+    tracing data's among them), event names and data section, as
+    perffile.c's open_pipe reads them: (attrs, sections, names, data_off,
+    data_size); names: [(id, name)] from EVENT_UPDATE records."""
+    attrs, sections, names = [], {}, []
+    pos, data_start = 16, None
+    while pos + 8 <= size:
+        type_, _misc, rsize = RECORD_HEADER.unpack_from(mm, pos)
+        if rsize < 8:
+            raise PerfDataError("a record of size %d at offset %d: the file "
+                                "is damaged" % (rsize, pos), corrupt=True)
+        if type_ in (PERF_RECORD_SAMPLE, PERF_RECORD_COMPRESSED,
+                     PERF_RECORD_FINISHED_INIT):
+            break
+        if pos + rsize > size:
+            raise PerfDataError("file is truncated", corrupt=True)
+        total = rsize
+        if type_ == PERF_RECORD_HEADER_TRACING_DATA:
+            if rsize < 16:
+                raise PerfDataError("a tracing data record too short",
+                                    corrupt=True)
+            tsize = struct.unpack_from("<I", mm, pos + 8)[0]
+            total += tsize
+            if pos + total > size:
+                raise PerfDataError("file is truncated (in its tracing "
+                                    "data)", corrupt=True)
+            sections[FEAT_TRACING_DATA] = (pos + rsize, tsize)
+        elif type_ == PERF_RECORD_HEADER_ATTR:
+            asz = struct.unpack_from("<I", mm, pos + 12)[0] \
+                if rsize >= 16 else 0
+            if asz < 96 or asz > rsize - 8 or (rsize - 8 - asz) % 8:
+                raise PerfDataError("a bad attribute record", corrupt=True)
+            if len(attrs) == MAX_ATTRS:
+                raise PerfDataError("more attributes than any recording "
+                                    "has", corrupt=True)
+            a = pos + 8
+            type_a = struct.unpack_from("<I", mm, a)[0]
+            sample_type, _read_format, flags = struct.unpack_from(
+                "<QQQ", mm, a + 24)
+            regs_user, stack_user = struct.unpack_from("<QI", mm, a + 80)
+            nids = (rsize - 8 - asz) // 8
+            ids = list(struct.unpack_from("<%dQ" % nids, mm, a + asz))
+            attrs.append(Attr(type_a, sample_type, flags, ids,
+                              regs_user=regs_user, stack_user=stack_user))
+            if sample_type & (SAMPLE_READ | SAMPLE_BRANCH_STACK):
+                raise PerfDataError("samples carry read values or branch "
+                                    "stacks (not recorded by allocsites)")
+        elif type_ == PERF_RECORD_HEADER_FEATURE:
+            if rsize < 16:
+                raise PerfDataError("a feature record too short",
+                                    corrupt=True)
+            feat = struct.unpack_from("<Q", mm, pos + 8)[0]
+            if feat < 64:
+                sections[feat] = (pos + 16, rsize - 16)
+        elif type_ == PERF_RECORD_EVENT_UPDATE and rsize >= 24 and \
+                struct.unpack_from("<Q", mm, pos + 8)[0] == \
+                EVENT_UPDATE_NAME:
+            if len(names) == MAX_ATTRS:
+                raise PerfDataError("more event names than any recording "
+                                    "has", corrupt=True)
+            id_ = struct.unpack_from("<Q", mm, pos + 16)[0]
+            text = bytes(mm[pos + 24:pos + rsize]).split(b"\0", 1)[0]
+            names.append((id_, text[:255].decode("utf-8", "replace")))
+        if data_start is None and type_ not in (
+                PERF_RECORD_HEADER_ATTR, PERF_RECORD_HEADER_FEATURE,
+                PERF_RECORD_HEADER_TRACING_DATA,
+                PERF_RECORD_HEADER_EVENT_TYPE, PERF_RECORD_HEADER_BUILD_ID):
+            data_start = pos
+        pos += total
+    if data_start is None:
+        data_start = pos
+    if not attrs:
+        raise PerfDataError("a pipe-mode recording without its attributes",
+                            corrupt=True)
+    # the features the reader uses lie in the file, the compressor is
+    # zstd (as for a file, in feature order)
+    for feat in sorted(sections):
+        if feat not in (FEAT_TRACING_DATA, FEAT_EVENT_DESC,
+                        FEAT_COMPRESSED):
+            continue
+        off, n = sections[feat]
+        if off + n > size or n > 1 << 30:
+            raise PerfDataError("a feature section lies outside the file",
+                                corrupt=True)
+        if feat == FEAT_COMPRESSED and n >= 8 and \
+                struct.unpack_from("<I", mm, off + 4)[0] != COMP_ZSTD:
+            raise PerfDataError("compressed with something other than "
+                                "zstd")
+    return attrs, sections, names, data_start, size - data_start
 
 
 def feature_sections(mm, size, data_end, bits):
@@ -265,6 +370,7 @@ class _Records:
     def __init__(self, attrs, scan):
         self.scan = scan
         self.attrs = attrs
+        self.pipe = False   # a stream (perf record -o -): _scan sets it
         # an id several attributes have is the first one's (perffile.c)
         self.by_id = {i: a for a in reversed(attrs) for i in a.ids}
         self.id_samples = collections.Counter()   # sample id -> records
@@ -462,6 +568,21 @@ class _Records:
                 raise PerfDataError("record of size %d at offset %d"
                                     % (size, pos), corrupt=True,
                                     in_data=True)
+            if type_ == PERF_RECORD_HEADER_TRACING_DATA and self.pipe and \
+                    on_compressed is not None:
+                # a stream's tracing data amid its records: its bytes
+                # follow the record, outside its size (perffile.c walk)
+                if size < 16 or pos + 16 > end:
+                    break
+                total = size + struct.unpack_from("<I", buf, pos + 8)[0]
+                if total > PIPE_TRACING_MAX:
+                    raise PerfDataError("tracing data of %d bytes amid the "
+                                        "records" % total, corrupt=True,
+                                        in_data=True)
+                if pos + total > end:
+                    break
+                pos += total
+                continue
             if pos + size > end:
                 break
             if type_ == PERF_RECORD_SAMPLE:
@@ -638,13 +759,27 @@ def scan_python(path, keep_times=True):
 
 
 def _scan(mm, size, keep_times=True):
-    (attr_size, attrs_off, attrs_size, data_off, data_size,
-     bits) = read_header(mm, size)
-    attrs = read_attrs(mm, size, attr_size, attrs_off, attrs_size)
-    sections = feature_sections(mm, size, data_off + data_size, bits)
-    if FEAT_EVENT_DESC not in sections:
+    pipe = size >= 16 and bytes(mm[:8]) == b"PERFILE2" and \
+        struct.unpack_from("<Q", mm, 8)[0] == 16
+    if pipe:
+        attrs, sections, names, data_off, data_size = read_pipe(mm, size)
+        by_id = {}
+        for attr in attrs:
+            for i in attr.ids:
+                by_id.setdefault(i, []).append(attr)
+        for id_, name in names:
+            for attr in by_id.get(id_, ()):
+                attr.name = name
+    else:
+        (attr_size, attrs_off, attrs_size, data_off, data_size,
+         bits) = read_header(mm, size)
+        attrs = read_attrs(mm, size, attr_size, attrs_off, attrs_size)
+        sections = feature_sections(mm, size, data_off + data_size, bits)
+    if FEAT_EVENT_DESC not in sections and \
+            not any(a.name for a in attrs):
         raise PerfDataError("no event names (feature EVENT_DESC)")
-    read_event_names(mm, sections[FEAT_EVENT_DESC], attrs)
+    if FEAT_EVENT_DESC in sections:
+        read_event_names(mm, sections[FEAT_EVENT_DESC], attrs)
     result = Scan()
     result.data_size = data_size
     result.unwind = unwind_of(attrs)
@@ -652,6 +787,7 @@ def _scan(mm, size, keep_times=True):
     if not keep_times:
         result.times = _Count()
     records = _Records(attrs, result)
+    records.pipe = pipe
     if FEAT_CMDLINE in sections:
         result.cmdline = read_cmdline(mm, size, sections[FEAT_CMDLINE])
     if not keep_times:

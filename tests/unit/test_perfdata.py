@@ -323,7 +323,7 @@ class ScanTest(unittest.TestCase):
             self.scan(bytes(blob))
         self.assertTrue(cm.exception.corrupt)
 
-    def test_damaged_stream_is_corrupt(self):
+    def test_pipe_stream_of_zeros_is_corrupt(self):
         # pipe mode (a 16-byte header): read since 2026-11-27, so a
         # stream of zeros is a record of size 0, damage
         pipe = struct.pack("<8sQ", b"PERFILE2", 16) + b"\0" * 200
