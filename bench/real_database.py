@@ -46,13 +46,10 @@ directory, removed at the end (--keep DIR: made there and kept).
 Run as root (perf), after `make all`.
 """
 
-import argparse
 import os
-import platform
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -62,7 +59,6 @@ from lib import debsource  # noqa: E402
 from lib import bothreaders  # noqa: E402
 
 ALLOCSITES = bothreaders.ALLOCSITES
-READER = bothreaders.READER
 PACKAGE = "postgresql-15"
 USER = "nobody"
 PORT = "5439"
@@ -202,42 +198,11 @@ def record(bindir, work, data):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--src", help="an unpacked postgresql-15 tree")
-    ap.add_argument("--keep", help="work in this directory and keep it")
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    args = ap.parse_args()
-    if os.geteuid() != 0:
-        raise SystemExit("real_database: run as root (perf, uprobes)")
-    if not os.path.exists(READER):
-        raise SystemExit("real_database: %s is not built: make all" % READER)
-    if args.src and not is_pg_tree(args.src):
-        raise SystemExit("real_database: %s is no PostgreSQL tree" % args.src)
-    work = os.path.abspath(args.keep) if args.keep else \
-        tempfile.mkdtemp(prefix="allocsites-pg-")
-    os.makedirs(work, exist_ok=True)
     # the server runs as nobody: the directories on its way must let it in
-    os.chmod(work, 0o755)
-    try:
-        if args.src:
-            source, version = args.src, PACKAGE + " (--src)"
-        else:
-            source, version = debsource.fetch(work, PACKAGE, is_pg_tree, say,
-                                              who="real_database")
-        bindir = build(source, work, args.jobs)
-        data = os.path.join(work, "pg.data")
-        rec_err = record(bindir, work, data)
-        print("# A real database with its own arenas: PostgreSQL's memory "
-              "contexts\n")
-        print("Machine: %s, %d CPUs, %s; `bench/real_database.py`; %s, "
-              "built -O2 -g, the workload of the script's WORKLOAD.\n"
-              % (platform.node(), os.cpu_count(), platform.release(),
-                 version))
-        return bothreaders.compare_and_print(data, work, rec_err,
-                                             "real_database")
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+    return bothreaders.main(
+        "real_database", __doc__.split("\n")[0], PACKAGE, is_pg_tree,
+        build, record, "A real database with its own arenas: PostgreSQL's "
+        "memory contexts", "built -O2 -g", work_mode=0o755)
 
 
 if __name__ == "__main__":

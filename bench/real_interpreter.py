@@ -35,13 +35,10 @@ one temporary directory, removed at the end (--keep DIR: kept).
 Run as root (perf), after `make all`.
 """
 
-import argparse
 import os
-import platform
 import shutil
 import subprocess
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -188,42 +185,10 @@ def record(tree, work, data):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--src", help="an unpacked python3.11 tree")
-    ap.add_argument("--keep", help="work in this directory and keep it")
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    args = ap.parse_args()
-    if os.geteuid() != 0:
-        raise SystemExit("real_interpreter: run as root (perf, uprobes)")
-    if not os.path.exists(bothreaders.READER):
-        raise SystemExit("real_interpreter: %s is not built: make all"
-                         % bothreaders.READER)
-    if args.src and not is_py_tree(args.src):
-        raise SystemExit("real_interpreter: %s is no CPython tree" % args.src)
-    work = os.path.abspath(args.keep) if args.keep else \
-        tempfile.mkdtemp(prefix="allocsites-py-")
-    os.makedirs(work, exist_ok=True)
-    try:
-        if args.src:
-            source, version = args.src, PACKAGE + " (--src)"
-        else:
-            source, version = debsource.fetch(work, PACKAGE, is_py_tree, say,
-                                              who="real_interpreter")
-        tree = build(source, work, args.jobs)
-        data = os.path.join(work, "py.data")
-        rec_err = record(tree, work, data)
-        print("# A real interpreter with its own allocator: CPython's "
-              "pymalloc\n")
-        print("Machine: %s, %d CPUs, %s; `bench/real_interpreter.py`; %s, "
-              "built as configure builds it (-O3 -g), the workload of the "
-              "script's WORKLOAD.\n"
-              % (platform.node(), os.cpu_count(), platform.release(),
-                 version))
-        return bothreaders.compare_and_print(data, work, rec_err,
-                                             "real_interpreter")
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+    return bothreaders.main(
+        "real_interpreter", __doc__.split("\n")[0], PACKAGE, is_py_tree,
+        build, record, "A real interpreter with its own allocator: "
+        "CPython's pymalloc", "built as configure builds it (-O3 -g)")
 
 
 if __name__ == "__main__":

@@ -4,19 +4,25 @@ with the native reader and with ALLOCSITES_READER=perf, compared site by
 site, and every rt:alloc sample compared frame by frame as
 tests/integration/test_differential.py compares them."""
 
+import argparse
 import collections
 import json
 import os
+import platform
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 BUILD = os.environ.get("BUILD", os.path.join(ROOT, "build"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 import test_differential as differential  # noqa: E402
+from lib import debsource  # noqa: E402
 
 ALLOCSITES = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "allocsites")]
 READER = os.path.join(BUILD, "allocsites-read")
@@ -113,3 +119,51 @@ def compare_and_print(data, work, rec_err, who):
     if first:
         print("\nThe first difference:\n\n```\n%s\n```" % first)
     return 0 if not differ and bad is not None and not bad else 1
+
+
+def main(who, description, package, is_tree, build, record, title, built,
+         work_mode=None):
+    """A real-program script's whole run: its options (--src, --keep,
+    --jobs), package's source (fetched unless --src), build(source, work,
+    jobs) -> what record(built, work, data) runs; then the table of
+    compare_and_print under title, the machine and the build (built:
+    how it was compiled). work_mode: the work directory's mode (a server
+    run as another user must enter it). Returns the exit status."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--src", help="an unpacked %s tree" % package)
+    ap.add_argument("--keep", help="work in this directory and keep it")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("%s: run as root (perf, uprobes)" % who)
+    if not os.path.exists(READER):
+        raise SystemExit("%s: %s is not built: make all" % (who, READER))
+    if args.src and not is_tree(args.src):
+        raise SystemExit("%s: %s is no %s tree" % (who, args.src, package))
+    work = os.path.abspath(args.keep) if args.keep else \
+        tempfile.mkdtemp(prefix="allocsites-%s-" % who)
+    os.makedirs(work, exist_ok=True)
+    if work_mode is not None:
+        os.chmod(work, work_mode)
+
+    def say(text):
+        sys.stderr.write("%s: %s\n" % (who, text))
+        sys.stderr.flush()
+    try:
+        if args.src:
+            source, version = args.src, package + " (--src)"
+        else:
+            source, version = debsource.fetch(work, package, is_tree, say,
+                                              who=who)
+        made = build(source, work, args.jobs)
+        data = os.path.join(work, who + ".data")
+        rec_err = record(made, work, data)
+        print("# %s\n" % title)
+        print("Machine: %s, %d CPUs, %s; `bench/%s.py`; %s, %s, the "
+              "workload of the script's WORKLOAD.\n"
+              % (platform.node(), os.cpu_count(), platform.release(), who,
+                 version, built))
+        return compare_and_print(data, work, rec_err, who)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
