@@ -182,7 +182,8 @@ int cfi_says_outermost(Dwfl *dwfl, u64 pc)
 		Dwarf_Op *ops, mem[3];
 		size_t n;
 		int ra = dwarf_frame_info(f, NULL, NULL, NULL);
-		/* undefined: no ops and ops set (same-value: ops NULL) */
+		/* libdw: no op with ops set is "undefined", with ops NULL
+		 * "same value" */
 		int undefined = ra >= 0 &&
 				dwarf_frame_register(f, ra, mem, &ops, &n) == 0 &&
 				n == 0 && ops;
