@@ -35,6 +35,31 @@ class VerdictTest(unittest.TestCase):
         self.assertIsNone(got.complete)
         self.assertIn("1 more events than the program counted", got.reason)
 
+    def test_extra_events_with_one_probe_recorded_twice_say_so(self):
+        # perf probe run twice on one binary, both events recorded: each
+        # allocation twice (by hand, t_basic: 6244 of 3122)
+        got = self.v({7: {"alloc": 10}}, {7: [5, 0, 0]},
+                     shared_kinds=(("sdt_rt:alloc", "sdt_rt:alloc_1"),))
+        self.assertIsNone(got.complete)
+        self.assertEqual(got.reason, (
+            "5 more events than the program counted: the recording has "
+            "several events of one probe (sdt_rt:alloc, sdt_rt:alloc_1), "
+            "and where they are on the same one each hit is recorded once "
+            "per event; record one event a probe and binary"))
+        # several events, and as many hits as fired: nothing to say
+        self.assertIs(self.v({7: {"alloc": 5}}, {7: [5, 0, 0]},
+                             shared_kinds=(("a", "b"),)).complete, True)
+
+    def test_shared_kinds_from_the_event_names(self):
+        from allocsites_lib.analyze import facts
+        self.assertEqual(facts.shared_kinds(
+            {"sdt_rt:alloc": 3, "sdt_rt:alloc_1": 3, "sdt_rt:free": 3,
+             "sdt_rt:plain_12": 6, "sdt_rt:plain_13": 1, "cycles": 9}),
+            (("sdt_rt:alloc", "sdt_rt:alloc_1"),))
+        # an event that recorded nothing is not one of them
+        self.assertEqual(facts.shared_kinds(
+            {"sdt_rt:alloc": 3, "sdt_rt:alloc_1": 0}), ())
+
     def test_process_without_exit_is_unchecked(self):
         got = self.v({7: {"alloc": 5}, 9: {"alloc": 3}}, {7: [5, 0, 0]})
         self.assertIsNone(got.complete)

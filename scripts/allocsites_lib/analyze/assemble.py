@@ -126,7 +126,7 @@ def build(tally, opts, symbolizer, lost, lost_reason, data=None,
           read_errors=(), interrupted=False, build_ids=None,
           attached=False, tail_cut=False, unwind=None, unseen=(),
           still_running=False, stopped=None, running=(), stack_size=0,
-          system_wide=False, user_regs=None):
+          system_wide=False, user_regs=None, shared_kinds=()):
     """The Report of tally, as opts ask for it. data: the perf.data path,
     to notice binaries rebuilt since; build_ids: {path: set of hex
     build-ids} the recording's MMAP2 records name
@@ -139,7 +139,9 @@ def build(tally, opts, symbolizer, lost, lost_reason, data=None,
     system_wide: recorded on every CPU (record -a), so that running
     names every process of the machine, of which only those that sent
     rt events count; user_regs: perf record --user-regs's value, where
-    the recording took fewer registers than all (perfdata.user_regs)."""
+    the recording took fewer registers than all (perfdata.user_regs);
+    shared_kinds: event names that record one probe kind
+    (facts.shared_kinds)."""
     names = collect_tag_names(tally, symbolizer)
     tags = set(opts.tag) if opts.tag else None
     mode = tally.mode()
@@ -200,7 +202,8 @@ def build(tally, opts, symbolizer, lost, lost_reason, data=None,
     check = completeness.verdict(tally.received, tally.fired, lost,
                                  lost_reason, read_errors, tally.malformed,
                                  interrupted, attached, tail_cut, unseen,
-                                 still_running, stopped, running)
+                                 still_running, stopped, running,
+                                 shared_kinds)
     if attached:
         warnings.append("recorded by attaching to a running process: its "
                         "allocations before the attach, and the frees of "
@@ -436,7 +439,7 @@ def build_after_reading(tally, opts, symbolizer, lost, lost_reason,
                         attached=False, tail_cut=False, unwind=None,
                         unseen=(), still_running=False, stopped=None,
                         running=(), stack_size=0, system_wide=False,
-                        user_regs=None):
+                        user_regs=None, shared_kinds=()):
     """build, plus what only the reading knows: handler exceptions,
     inline expansion, no events at all. Used (through
     pipeline.analyze_and_render) by allocsites.py's trace_end and by
@@ -447,7 +450,8 @@ def build_after_reading(tally, opts, symbolizer, lost, lost_reason,
                    tail_cut=tail_cut, unwind=unwind, unseen=unseen,
                    still_running=still_running, stopped=stopped,
                    running=running, stack_size=stack_size,
-                   system_wide=system_wide, user_regs=user_regs)
+                   system_wide=system_wide, user_regs=user_regs,
+                   shared_kinds=shared_kinds)
     if handler_errors:
         report.warnings.append("%d events raised in the handler and were "
                                "skipped" % handler_errors)

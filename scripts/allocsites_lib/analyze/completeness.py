@@ -74,7 +74,8 @@ TAIL_CUT = ("perf's last compressed record was cut short (a perf 6.1 -z "
 
 def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
             malformed=0, interrupted=False, attached=False, tail_cut=False,
-            unseen=(), still_running=False, stopped=None, running=()):
+            unseen=(), still_running=False, stopped=None, running=(),
+            shared_kinds=()):
     """The Verdict for one recording (see the module doc). tail_cut: the
     recording's compressed stream ends inside a record: complete only if
     the end-to-end count proves that what is missing was not the
@@ -88,7 +89,9 @@ def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
     saw start and not end (perfdata.Scan.running): those without an
     rt:exit are unseen. One that sent its rt:exit was ending, and its
     counts check what it fired: a missing EXIT record (perf's last
-    records) does not make it a daemon."""
+    records) does not make it a daemon. shared_kinds: groups of event
+    names that record one kind of probe (facts.shared_kinds): named
+    where there are more events than the program fired."""
     unseen = unseen_running(running, fired) + list(unseen)
     fired_tot, recv_tot, missing, extra, unchecked, unchecked_pids, \
         unchecked_kinds = count_check(received, fired)
@@ -129,6 +132,12 @@ def verdict(received, fired, lost=0, lost_reason=None, read_errors=(),
                     "program ended: what it allocated after that is not in "
                     "this recording" % (
                         "Ctrl-C (SIGINT)" if stopped == "SIGINT" else stopped))
+    if extra and shared_kinds:
+        return made(None, "%d more events than the program counted: the "
+                    "recording has several events of one probe (%s), and "
+                    "where they are on the same one each hit is recorded "
+                    "once per event; record one event a probe and binary"
+                    % (extra, "; ".join(", ".join(g) for g in shared_kinds)))
     if extra:
         return made(None, "%d more events than the program "
                     "counted (events after its exit handler?)" % extra)

@@ -12,14 +12,14 @@ pipeline.analyze_and_render (kwargs()).
 import collections
 
 from . import completeness
-from ..read import perfdata, perfrun
+from ..read import parse, perfdata, perfrun
 from ..record.binaries import (semaphore_trouble, stuck_semaphores_warning,
                                unprobed_code)
 
 Facts = collections.namedtuple(
     "Facts", "lost lost_reason build_ids attached tail_cut unwind unseen "
              "still_running stopped running stack_size system_wide "
-             "user_regs")
+             "user_regs shared_kinds")
 
 
 def recording_facts(data, scan, probed, perf="perf"):
@@ -53,7 +53,24 @@ def recording_facts(data, scan, probed, perf="perf"):
         stack_size=scan.stack_size if scan is not None else 0,
         system_wide=scan is not None and perfdata.system_wide(scan.cmdline),
         user_regs=perfdata.user_regs(scan.cmdline) if scan is not None
-        else None)
+        else None,
+        shared_kinds=shared_kinds(scan.event_samples)
+        if scan is not None else ())
+
+
+def shared_kinds(event_samples):
+    """The event names of each probe kind that several recorded events
+    carry (("sdt_rt:alloc", "sdt_rt:alloc_1"), ...), from the scan's
+    samples per event name. Several are right for several binaries (one
+    event each); on one probe (perf probe run twice, then 'sdt_rt:*'
+    recorded) every hit is recorded once per event."""
+    by_kind = collections.defaultdict(list)
+    for name, n in sorted(event_samples.items()):
+        kind = parse.event_kind(name)
+        if n and kind not in (None, "plain"):
+            by_kind[kind].append(name)
+    return tuple(tuple(names) for _, names in sorted(by_kind.items())
+                 if len(names) > 1)
 
 
 def kwargs(facts):
