@@ -306,7 +306,7 @@ static int open_pipe(struct perffile *pf, u64 file_size, char *err,
 			goto out;
 		}
 		if (type == REC_SAMPLE || type == REC_COMPRESSED ||
-		    type == REC_FINISHED_INIT)
+		    type == REC_COMPRESSED2 || type == REC_FINISHED_INIT)
 			break;
 		if (!inside(pos, size, file_size) ||
 		    read_at(pf->f, pos, rec, size)) {
@@ -788,7 +788,21 @@ static long walk(struct perffile *pf, const u8 *buf, size_t n,
 		}
 		if (pos + size > n)
 			break;
-		if (type == REC_COMPRESSED && dctx) {
+		if (type == REC_COMPRESSED2 && dctx) {
+			/* a newer perf's: the compressed bytes' own size,
+			 * then the bytes; the rest is padding */
+			u64 data_size = size >= 16 ? le64(buf + pos + 8) : ~0ull;
+			if (data_size > size - 16u) {
+				snprintf(err, errlen, "%s: a COMPRESSED2 record at "
+					 "offset %llu says more than it holds: the "
+					 "file is damaged", pf->path,
+					 (unsigned long long)pf->at);
+				return -1;
+			}
+			if (decompress(pf, buf + pos + 16, (size_t)data_size,
+				       dctx, z, fn, ctx, err, errlen))
+				return -1;
+		} else if (type == REC_COMPRESSED && dctx) {
 			if (decompress(pf, buf + pos + 8, size - 8u, dctx, z,
 				       fn, ctx, err, errlen))
 				return -1;

@@ -39,6 +39,9 @@ enum {
 	REC_MMAP = 1, REC_LOST = 2, REC_COMM = 3, REC_EXIT = 4,
 	REC_FORK = 7, REC_SAMPLE = 9, REC_MMAP2 = 10, REC_LOST_SAMPLES = 13,
 	REC_FINISHED_ROUND = 68, REC_COMPRESSED = 81,
+	/* perf 6.15 and later with -z: u64 data_size, then the zstd bytes,
+	 * the record padded to 8 bytes */
+	REC_COMPRESSED2 = 83,
 };
 #define MISC_COMM_EXEC (1u << 13)
 

@@ -35,6 +35,7 @@ SEEDS = os.path.join(HERE, "seeds")
 REC_MMAP, REC_COMM, REC_EXIT, REC_FORK = 1, 3, 4, 7
 REC_SAMPLE, REC_MMAP2 = 9, 10
 REC_FINISHED_ROUND, REC_COMPRESSED = 68, 81
+REC_COMPRESSED2 = 83   # perf 6.15 and later: u64 data_size, bytes, padding
 # pipe mode's records for what a file's header holds
 REC_HEADER_ATTR, REC_HEADER_TRACING_DATA = 64, 66
 REC_EVENT_UPDATE, REC_HEADER_FEATURE, REC_FINISHED_INIT = 78, 80, 82
@@ -288,6 +289,30 @@ def event_names(desc):
             out.append((u64(desc, pos + 8 * k), name))
         pos += 8 * nids
     return out
+
+
+def as_compressed2(pd, damage=None):
+    """A -z recording as perf 6.15 and later writes it: each COMPRESSED
+    record a COMPRESSED2 (u64 data_size, the same zstd bytes, padded to
+    8 bytes). damage: "size" says one byte more than the record holds,
+    "short" makes the first one 8 bytes, without its data_size."""
+    q = PerfData(pd.build())
+    first = True
+    for i, r in enumerate(q.records):
+        if rec_type(r) != REC_COMPRESSED:
+            continue
+        data = bytes(r[8:])
+        pad = (-(16 + len(data))) % 8
+        n = len(data) + (pad + 1 if damage == "size" and first else 0)
+        if damage == "short" and first:
+            q.records[i] = bytearray(struct.pack("<IHH", REC_COMPRESSED2,
+                                                 0, 8))
+        else:
+            q.records[i] = bytearray(struct.pack(
+                "<IHHQ", REC_COMPRESSED2, 0, 16 + len(data) + pad, n) +
+                data + bytes(pad))
+        first = False
+    return q.build()
 
 
 def m_pipe(pd, ctx):
@@ -990,6 +1015,12 @@ def mutants(seeds, fifo=None, rng_seed=31, nflips=12, compress=("basic",)):
                     except (ValueError, struct.error, IndexError):
                         continue
                     res.append(("%s-z-%s" % (sname, name), z, expect))
+        if is_z:
+            res += [("%s-compressed2" % sname, as_compressed2(pd), None),
+                    ("%s-compressed2_size" % sname,
+                     as_compressed2(pd, "size"), None),
+                    ("%s-compressed2_short" % sname,
+                     as_compressed2(pd, "short"), None)]
         res += [("%s-%s" % (sname, n), b, e) for n, b, e in
                 truncations(raw, pd, not is_z or
                             sname[:-2] in compress)]

@@ -41,6 +41,8 @@ PROT_EXEC = 4
 PERF_RECORD_SAMPLE = 9
 PERF_RECORD_LOST_SAMPLES = 13
 PERF_RECORD_COMPRESSED = 81
+# perf 6.15 and later with -z: u64 data_size, the zstd bytes, padding
+PERF_RECORD_COMPRESSED2 = 83
 # pipe mode's records for what a file's header holds (perffile.c)
 PERF_RECORD_HEADER_ATTR = 64
 PERF_RECORD_HEADER_EVENT_TYPE = 65
@@ -165,6 +167,7 @@ def read_pipe(mm, size):
             raise PerfDataError("a record of size %d at offset %d: the file "
                                 "is damaged" % (rsize, pos), corrupt=True)
         if type_ in (PERF_RECORD_SAMPLE, PERF_RECORD_COMPRESSED,
+                     PERF_RECORD_COMPRESSED2,
                      PERF_RECORD_FINISHED_INIT):
             break
         if pos + rsize > size:
@@ -620,6 +623,13 @@ class _Records:
                         self.by_id.get(u64(buf, pos + id_off)[0])
                     if attr is not None and attr.type == PERF_TYPE_TRACEPOINT:
                         samples += 1
+            elif type_ == PERF_RECORD_COMPRESSED2 and on_compressed:
+                data_size = u64(buf, pos + 8)[0] if size >= 16 else None
+                if data_size is None or data_size > size - 16:
+                    raise PerfDataError("a COMPRESSED2 record says more than "
+                                        "it holds", corrupt=True,
+                                        in_data=True)
+                on_compressed(buf, pos + 16, data_size)
             elif type_ == PERF_RECORD_COMPRESSED and on_compressed:
                 on_compressed(buf, pos + 8, size - 8)
             elif type_ == PERF_RECORD_LOST_SAMPLES:

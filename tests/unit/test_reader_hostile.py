@@ -114,6 +114,32 @@ class HostileRecordings(unittest.TestCase):
                     [l for l in want.stdout.splitlines()
                      if not l.startswith(drop)], "%s %s" % (name, args))
 
+    def test_compressed2_reads_as_compressed(self):
+        # perf 6.15 and later write COMPRESSED2 records with -z (u64
+        # data_size, the zstd bytes, padding): the same samples, frames
+        # and scan as the seed's COMPRESSED ones
+        reader = os.path.join(BUILD, "allocsites-read")
+        seeds = mutate.load_seeds()
+        zs = [n for n in seeds if n.endswith("-z")]
+        self.assertTrue(zs)
+        for name in zs:
+            path = os.path.join(mutate.SEEDS, name + ".data")
+            two = self.write(name + "-as-2", mutate.as_compressed2(
+                mutate.PerfData(seeds[name])))
+            for args in (["--text"], ["--scan"]):
+                want, got = (subprocess.run(
+                    [reader] + args + [p], stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, universal_newlines=True)
+                    for p in (path, two))
+                self.assertEqual((got.returncode, got.stderr), (0, ""),
+                                 name)
+                drop = ("data_size ",)
+                self.assertEqual(
+                    [l for l in got.stdout.splitlines()
+                     if not l.startswith(drop)],
+                    [l for l in want.stdout.splitlines()
+                     if not l.startswith(drop)], "%s %s" % (name, args))
+
     def test_crash_reproducers(self):
         if not os.path.isdir(CRASHES):
             self.skipTest("no reproducers kept yet (tests/fuzz/crashes/)")
