@@ -92,53 +92,42 @@ class HostileRecordings(unittest.TestCase):
         files = [(n, self.write(n, b), e) for n, b, e in ms]
         self.assertEqual(run_all(files), [])
 
-    def test_pipe_mode_reads_as_the_file(self):
-        # each seed as perf record -o - writes it: the same samples, the
-        # same frames, the same scan but for the data's size
+    def assertReadsAs(self, name, path, other):
+        """other, another form of the recording at path, gives the same
+        samples, frames and scan, but for the data section's size."""
         reader = os.path.join(BUILD, "allocsites-read")
+        for args in (["--text"], ["--scan"]):
+            want, got = (subprocess.run(
+                [reader] + args + [p], stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, universal_newlines=True)
+                for p in (path, other))
+            self.assertEqual((got.returncode, got.stderr), (0, ""), name)
+            drop = ("data_size ",)
+            self.assertEqual(
+                [l for l in got.stdout.splitlines()
+                 if not l.startswith(drop)],
+                [l for l in want.stdout.splitlines()
+                 if not l.startswith(drop)], "%s %s" % (name, args))
+
+    def test_pipe_mode_reads_as_the_file(self):
+        # each seed as perf record -o - writes it
         for name, data in mutate.load_seeds().items():
-            path = os.path.join(mutate.SEEDS, name + ".data")
-            pipe = self.write(name + "-as-pipe",
-                              mutate.PerfData(data).build_pipe())
-            for args in (["--text"], ["--scan"]):
-                want, got = (subprocess.run(
-                    [reader] + args + [p], stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE, universal_newlines=True)
-                    for p in (path, pipe))
-                self.assertEqual((got.returncode, got.stderr), (0, ""),
-                                 name)
-                drop = ("data_size ",)
-                self.assertEqual(
-                    [l for l in got.stdout.splitlines()
-                     if not l.startswith(drop)],
-                    [l for l in want.stdout.splitlines()
-                     if not l.startswith(drop)], "%s %s" % (name, args))
+            self.assertReadsAs(name, os.path.join(mutate.SEEDS,
+                                                  name + ".data"),
+                               self.write(name + "-as-pipe", mutate.PerfData(
+                                   data).build_pipe()))
 
     def test_compressed2_reads_as_compressed(self):
         # perf 6.15 and later write COMPRESSED2 records with -z (u64
-        # data_size, the zstd bytes, padding): the same samples, frames
-        # and scan as the seed's COMPRESSED ones
-        reader = os.path.join(BUILD, "allocsites-read")
+        # data_size, the zstd bytes, padding)
         seeds = mutate.load_seeds()
         zs = [n for n in seeds if n.endswith("-z")]
         self.assertTrue(zs)
         for name in zs:
-            path = os.path.join(mutate.SEEDS, name + ".data")
-            two = self.write(name + "-as-2", mutate.as_compressed2(
-                mutate.PerfData(seeds[name])))
-            for args in (["--text"], ["--scan"]):
-                want, got = (subprocess.run(
-                    [reader] + args + [p], stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE, universal_newlines=True)
-                    for p in (path, two))
-                self.assertEqual((got.returncode, got.stderr), (0, ""),
-                                 name)
-                drop = ("data_size ",)
-                self.assertEqual(
-                    [l for l in got.stdout.splitlines()
-                     if not l.startswith(drop)],
-                    [l for l in want.stdout.splitlines()
-                     if not l.startswith(drop)], "%s %s" % (name, args))
+            self.assertReadsAs(name, os.path.join(mutate.SEEDS,
+                                                  name + ".data"),
+                               self.write(name + "-as-2", mutate.as_compressed2(
+                                   mutate.PerfData(seeds[name]))))
 
     def test_crash_reproducers(self):
         if not os.path.isdir(CRASHES):
