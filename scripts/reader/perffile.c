@@ -119,6 +119,14 @@ static int index_ids(struct perffile *pf)
 	return 0;
 }
 
+/* name (at most 255 bytes and its NUL) to every attr with this id. */
+static void name_attrs(struct perffile *pf, u64 id, const char *name)
+{
+	for (const struct idref *r = first_id(pf, id);
+	     r < pf->ids + pf->nids && r->id == id; r++)
+		strcpy(pf->attrs[r->attr].name, name);
+}
+
 static void read_event_desc(struct perffile *pf, const u8 *d, u64 size)
 {
 	if (size < 8)
@@ -138,12 +146,8 @@ static void read_event_desc(struct perffile *pf, const u8 *d, u64 size)
 		memcpy(name, d + pos, n);
 		name[n] = 0;
 		pos += slen;
-		for (u32 k = 0; k < nids; k++) {
-			u64 id = le64(d + pos + 8ull * k);
-			for (const struct idref *r = first_id(pf, id);
-			     r < pf->ids + pf->nids && r->id == id; r++)
-				strcpy(pf->attrs[r->attr].name, name);
-		}
+		for (u32 k = 0; k < nids; k++)
+			name_attrs(pf, le64(d + pos + 8ull * k), name);
 		pos += 8ull * nids;
 	}
 }
@@ -419,9 +423,7 @@ static int open_pipe(struct perffile *pf, u64 file_size, char *err,
 		goto out;
 	}
 	for (size_t i = 0; i < nnames; i++)
-		for (const struct idref *r = first_id(pf, names[i].id);
-		     r < pf->ids + pf->nids && r->id == names[i].id; r++)
-			strcpy(pf->attrs[r->attr].name, names[i].name);
+		name_attrs(pf, names[i].id, names[i].name);
 	rc = 0;
 out:
 	free(rec);

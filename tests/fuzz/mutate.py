@@ -269,7 +269,8 @@ class PerfData:
 def header_record(rtype, payload):
     """A record of rtype around payload (padded to 8 bytes)."""
     payload = bytes(payload).ljust((len(payload) + 7) // 8 * 8, b"\0")
-    return struct.pack("<IHH", rtype, 0, 8 + len(payload)) + payload
+    return bytes(set_size(bytearray(struct.pack("<IHH", rtype, 0, 0)) +
+                          payload))
 
 
 def event_names(desc):

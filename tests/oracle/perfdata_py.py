@@ -132,25 +132,32 @@ def read_header(mm, size):
     return attr_size, attrs_off, attrs_size, data_off, data_size, bits
 
 
+def attr_at(mm, off, ids):
+    """The Attr of the perf_event_attr at off, with its ids (perffile.c
+    set_attr); a sample type the reader refuses raises, as
+    refuse_sample_type."""
+    type_ = struct.unpack_from("<I", mm, off)[0]
+    sample_type, _read_format, flags = struct.unpack_from("<QQQ", mm,
+                                                          off + 24)
+    regs_user, stack_user = struct.unpack_from("<QI", mm, off + 80)
+    if sample_type & (SAMPLE_READ | SAMPLE_BRANCH_STACK):
+        raise PerfDataError("samples carry read values or branch "
+                            "stacks (not recorded by allocsites)")
+    return Attr(type_, sample_type, flags, ids, regs_user=regs_user,
+                stack_user=stack_user)
+
+
 def read_attrs(mm, size, attr_size, attrs_off, attrs_size):
     attrs = []
     for off in range(attrs_off, attrs_off + attrs_size, attr_size):
-        type_ = struct.unpack_from("<I", mm, off)[0]
-        sample_type, _read_format, flags = struct.unpack_from("<QQQ", mm,
-                                                              off + 24)
-        regs_user, stack_user = struct.unpack_from("<QI", mm, off + 80)
         ids_off, ids_size = struct.unpack_from("<QQ", mm,
                                                off + attr_size - 16)
         if ids_off + ids_size > size or ids_size % 8 or \
                 ids_size > 64 << 20:
             raise PerfDataError("attribute ids outside the file",
                                 corrupt=True)
-        if sample_type & (SAMPLE_READ | SAMPLE_BRANCH_STACK):
-            raise PerfDataError("samples carry read values or branch "
-                                "stacks (not recorded by allocsites)")
         ids = list(struct.unpack_from("<%dQ" % (ids_size // 8), mm, ids_off))
-        attrs.append(Attr(type_, sample_type, flags, ids,
-                          regs_user=regs_user, stack_user=stack_user))
+        attrs.append(attr_at(mm, off, ids))
     return attrs
 
 
@@ -191,18 +198,9 @@ def read_pipe(mm, size):
             if len(attrs) == MAX_ATTRS:
                 raise PerfDataError("more attributes than any recording "
                                     "has", corrupt=True)
-            a = pos + 8
-            type_a = struct.unpack_from("<I", mm, a)[0]
-            sample_type, _read_format, flags = struct.unpack_from(
-                "<QQQ", mm, a + 24)
-            regs_user, stack_user = struct.unpack_from("<QI", mm, a + 80)
             nids = (rsize - 8 - asz) // 8
-            ids = list(struct.unpack_from("<%dQ" % nids, mm, a + asz))
-            attrs.append(Attr(type_a, sample_type, flags, ids,
-                              regs_user=regs_user, stack_user=stack_user))
-            if sample_type & (SAMPLE_READ | SAMPLE_BRANCH_STACK):
-                raise PerfDataError("samples carry read values or branch "
-                                    "stacks (not recorded by allocsites)")
+            ids = list(struct.unpack_from("<%dQ" % nids, mm, pos + 8 + asz))
+            attrs.append(attr_at(mm, pos + 8, ids))
         elif type_ == PERF_RECORD_HEADER_FEATURE:
             if rsize < 16:
                 raise PerfDataError("a feature record too short",
@@ -230,11 +228,16 @@ def read_pipe(mm, size):
     if not attrs:
         raise PerfDataError("a pipe-mode recording without its attributes",
                             corrupt=True)
-    # the features the reader uses lie in the file, the compressor is
-    # zstd (as for a file, in feature order)
-    for feat in sorted(sections):
-        if feat not in (FEAT_TRACING_DATA, FEAT_EVENT_DESC,
-                        FEAT_COMPRESSED):
+    check_sections(mm, size, sections)
+    return attrs, sections, names, data_start, size - data_start
+
+
+def check_sections(mm, size, sections):
+    """The sections the reader uses lie in the file and the compression
+    is zstd, checked in feature order (perffile.c read_features, for a
+    file's table and a stream's records alike)."""
+    for feat in (FEAT_TRACING_DATA, FEAT_EVENT_DESC, FEAT_COMPRESSED):
+        if feat not in sections:
             continue
         off, n = sections[feat]
         if off + n > size or n > 1 << 30:
@@ -244,14 +247,11 @@ def read_pipe(mm, size):
                 struct.unpack_from("<I", mm, off + 4)[0] != COMP_ZSTD:
             raise PerfDataError("compressed with something other than "
                                 "zstd")
-    return attrs, sections, names, data_start, size - data_start
 
 
 def feature_sections(mm, size, data_end, bits):
-    """{feature number: (offset, size)} from the table after the data;
-    the sections read here lie in the file (the native reader's checks,
-    in its order: perffile.c read_features), and the compression is
-    zstd."""
+    """{feature number: (offset, size)} from the table after the data
+    (perffile.c table_features), then check_sections."""
     sections = {}
     pos = data_end
     for feat in range(256):
@@ -259,18 +259,9 @@ def feature_sections(mm, size, data_end, bits):
             if pos + 16 > size:
                 raise PerfDataError("file is truncated: feature table "
                                     "past the end", corrupt=True)
-            off, n = sections[feat] = struct.unpack_from("<QQ", mm, pos)
+            sections[feat] = struct.unpack_from("<QQ", mm, pos)
             pos += 16
-            if feat not in (FEAT_TRACING_DATA, FEAT_EVENT_DESC,
-                            FEAT_COMPRESSED):
-                continue
-            if off + n > size or n > 1 << 30:
-                raise PerfDataError("a feature section lies outside the "
-                                    "file", corrupt=True)
-            if feat == FEAT_COMPRESSED and n >= 8 and \
-                    struct.unpack_from("<I", mm, off + 4)[0] != COMP_ZSTD:
-                raise PerfDataError("compressed with something other "
-                                    "than zstd")
+    check_sections(mm, size, sections)
     return sections
 
 
@@ -297,6 +288,15 @@ def read_cmdline(mm, size, section):
     return out
 
 
+def id_owners(attrs):
+    """{id: every attr with that id}: a name for an id names them all."""
+    owners = {}
+    for attr in attrs:
+        for i in attr.ids:
+            owners.setdefault(i, []).append(attr)
+    return owners
+
+
 def read_event_names(mm, section, attrs):
     """Names from EVENT_DESC, matched to attrs by id: each entry names
     every attr with one of its ids (a later entry again); at most 255
@@ -305,10 +305,7 @@ def read_event_names(mm, section, attrs):
     d = bytes(mm[off:off + size])
     if size < 8:
         return
-    owners = {}
-    for attr in attrs:
-        for i in attr.ids:
-            owners.setdefault(i, []).append(attr)
+    owners = id_owners(attrs)
     nr, sz = struct.unpack_from("<II", d)
     pos = 8
     for _ in range(nr):
@@ -773,12 +770,9 @@ def _scan(mm, size, keep_times=True):
         struct.unpack_from("<Q", mm, 8)[0] == 16
     if pipe:
         attrs, sections, names, data_off, data_size = read_pipe(mm, size)
-        by_id = {}
-        for attr in attrs:
-            for i in attr.ids:
-                by_id.setdefault(i, []).append(attr)
+        owners = id_owners(attrs)
         for id_, name in names:
-            for attr in by_id.get(id_, ()):
+            for attr in owners.get(id_, ()):
                 attr.name = name
     else:
         (attr_size, attrs_off, attrs_size, data_off, data_size,
