@@ -73,6 +73,7 @@ builds and (without --src) the download included.
 """
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -158,15 +159,9 @@ static __attribute__((noinline)) void tal_free_probed(TinyAlloc *al, void *p)
 '''
 
 
-def say(text):
-    sys.stderr.write("real_compiler: %s\n" % text)
-    sys.stderr.flush()
-
-
-def check(argv, cwd=None, what=None):
-    """Runs argv quietly; on failure stops with the end of its output."""
-    return debsource.run_quietly(argv, cwd=cwd, what=what,
-                                 who="real_compiler")
+say = debsource.progress("real_compiler")
+# runs argv quietly; on failure stops with the end of its output
+check = functools.partial(debsource.run_quietly, who="real_compiler")
 
 
 def is_tcc_tree(path):

@@ -46,6 +46,7 @@ directory, removed at the end (--keep DIR: made there and kept).
 Run as root (perf), after `make all`.
 """
 
+import functools
 import os
 import shutil
 import subprocess
@@ -99,14 +100,9 @@ SELECT length(jsonb_agg(jsonb_build_object('id', id, 'n', name))::text)
 """
 
 
-def say(text):
-    sys.stderr.write("real_database: %s\n" % text)
-    sys.stderr.flush()
-
-
-def check(argv, cwd=None, what=None):
-    return debsource.run_quietly(argv, cwd=cwd, what=what,
-                                 who="real_database")
+say = debsource.progress("real_database")
+# runs argv quietly; on failure stops with the end of its output
+check = functools.partial(debsource.run_quietly, who="real_database")
 
 
 def is_pg_tree(path):

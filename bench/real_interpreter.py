@@ -35,6 +35,7 @@ one temporary directory, removed at the end (--keep DIR: kept).
 Run as root (perf), after `make all`.
 """
 
+import functools
 import os
 import shutil
 import subprocess
@@ -111,14 +112,9 @@ print(words, len(text), back == d)
 """
 
 
-def say(text):
-    sys.stderr.write("real_interpreter: %s\n" % text)
-    sys.stderr.flush()
-
-
-def check(argv, cwd=None, what=None):
-    return debsource.run_quietly(argv, cwd=cwd, what=what,
-                                 who="real_interpreter")
+say = debsource.progress("real_interpreter")
+# runs argv quietly; on failure stops with the end of its output
+check = functools.partial(debsource.run_quietly, who="real_interpreter")
 
 
 def is_py_tree(path):

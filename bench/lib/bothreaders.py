@@ -145,10 +145,7 @@ def main(who, description, package, is_tree, build, record, title, built,
     os.makedirs(work, exist_ok=True)
     if work_mode is not None:
         os.chmod(work, work_mode)
-
-    def say(text):
-        sys.stderr.write("%s: %s\n" % (who, text))
-        sys.stderr.flush()
+    say = debsource.progress(who)
     try:
         if args.src:
             source, version = args.src, package + " (--src)"

@@ -6,8 +6,17 @@ import glob
 import os
 import shutil
 import subprocess
+import sys
 
 SOURCES = "deb-src http://deb.debian.org/debian bookworm main\n"
+
+
+def progress(who):
+    """say(text): a line of progress on stderr, "who: text"."""
+    def say(text):
+        sys.stderr.write("%s: %s\n" % (who, text))
+        sys.stderr.flush()
+    return say
 
 
 def run_quietly(argv, cwd=None, what=None, who="bench"):
