@@ -52,6 +52,11 @@
  */
 #ifndef RT_LIVE_H
 #define RT_LIVE_H
+/* Its own code is not the user's: the compiler reports no warning of
+ * it, whatever the user's flags (docs/probes.md, "Requirements") */
+#if defined(__GNUC__) && __INCLUDE_LEVEL__ > 0 && !defined(RT_PROBES_WARNINGS)
+#pragma GCC system_header
+#endif
 
 #include <sys/mman.h>
 
@@ -94,7 +99,7 @@ __attribute__((weak, visibility("hidden"))) unsigned long long rt__live_count;
 
 /* p's bucket (Fibonacci hashing: blocks a fixed stride apart spread over
  * all buckets). */
-static inline unsigned long long rt__live_hash(unsigned long long p)
+static __inline__ unsigned long long rt__live_hash(unsigned long long p)
 {
     return (p * 0x9e3779b97f4a7c15ULL) >> (64 - RT_LIVE_BUCKET_BITS);
 }
@@ -221,7 +226,7 @@ RT__DEFINE_CALL2(rt__live_insert_call, rt__live_insert, unsigned long long)
 RT__DEFINE_CALL2(rt__live_purge_call, rt__live_purge, unsigned long long)
 
 /* A hit: the weight of the entry at slot k of bucket h, emptied. */
-static inline __attribute__((always_inline)) unsigned long long
+static __inline__ __attribute__((always_inline)) unsigned long long
 rt__live_take(struct rt__live *t, unsigned long long h, unsigned long long *k)
 {
     unsigned long long w =
@@ -240,7 +245,7 @@ rt__live_take(struct rt__live *t, unsigned long long h, unsigned long long *k)
  * weight of p's sample, removing it, or 0 if p is not in the table. The
  * slots are written out rather than a loop, which compilers keep rolled:
  * a miss is then a load, a compare and a branch per slot. */
-static inline __attribute__((always_inline)) unsigned long long
+static __inline__ __attribute__((always_inline)) unsigned long long
 rt__live_remove(unsigned long long p)
 {
     struct rt__live *t = __atomic_load_n(&rt__live_table, __ATOMIC_RELAXED);

@@ -75,14 +75,26 @@
  * line. perf raises a semaphore while it records that event (perf >= 4.20
  * passes ref_ctr_offset). -DRT_PROBES_DISABLE compiles every probe out.
  *
- * Needs nothing but a GCC-compatible compiler (GCC, clang) on a 64-bit
- * target; it writes its sdt notes itself, so <sys/sdt.h> is not needed and
- * may be included before or after it. See docs/probes.md.
+ * Needs nothing but a GCC-compatible compiler (GCC, clang; C89 or C++98
+ * and later) on a 64-bit target; it writes its sdt notes itself, so
+ * <sys/sdt.h> is not needed and may be included before or after it. The
+ * compiler reports no warning of its code (a system header to it), unless
+ * RT_PROBES_WARNINGS is defined. See docs/probes.md.
  */
 #ifndef RT_PROBES_H
 #define RT_PROBES_H
+/* Its own code is not the user's: the compiler reports no warning of
+ * it, whatever the user's flags (docs/probes.md, "Requirements") */
+#if defined(__GNUC__) && __INCLUDE_LEVEL__ > 0 && !defined(RT_PROBES_WARNINGS)
+#pragma GCC system_header
+#endif
 
 #include <stddef.h>
+/* The probe macros' 64-bit type: `long long` spelt in a macro is the
+ * user's code to clang, which reports it in C89 and C++98 -pedantic
+ * builds; a typedef declared here is not (__extension__: GCC's own way
+ * to say the same of the declaration). */
+__extension__ typedef unsigned long long rt__u64;
 /* A null pointer that C++11's -Wzero-as-null-pointer-constant accepts
  * (clang++ warns of NULL too) */
 #if defined(__cplusplus) && __cplusplus >= 201103L
@@ -94,7 +106,8 @@
 /* RT_TAG_NAME(tag, "name"): names a tag for reports. A record in the ELF
  * section .rt_tags (read by the post-processor from the binary): no code
  * and no relocation. Record layout: u32 tag, u32 n = sizeof(name),
- * n bytes of name with its NUL, padded to 4 bytes. */
+ * n bytes of name with its NUL, padded to 4 bytes (zeros the array
+ * holds itself: -Wpadded has nothing to report). */
 #define RT__CAT2(a, b) a##b
 #define RT__CAT(a, b) RT__CAT2(a, b)
 #if defined(__COUNTER__)
@@ -118,7 +131,7 @@
     static const struct {                                                     \
         unsigned int t;                                                       \
         unsigned int n;                                                       \
-        char s[sizeof(name)];                                                 \
+        char s[(sizeof(name) + 3) / 4 * 4];                                   \
     } RT__UNIQUE(rt__tag_name_) RT__RETAIN                                    \
         __attribute__((used, section(".rt_tags"), aligned(4))) = {           \
             (unsigned int)(tag), (unsigned int)sizeof(name), name}
@@ -131,7 +144,7 @@
     static const struct {                                                     \
         unsigned int t;                                                       \
         unsigned int n;                                                       \
-        char s[sizeof(name)];                                                 \
+        char s[(sizeof(name) + 3) / 4 * 4];                                   \
     } RT__UNIQUE(rt__phase_name_) RT__RETAIN                                  \
         __attribute__((used, section(".rt_phases"), aligned(4))) = {         \
             (unsigned int)(id), (unsigned int)sizeof(name), name}
@@ -146,7 +159,7 @@
 #define RT_SKIP(regex)                                                        \
     static const struct {                                                     \
         unsigned int n;                                                       \
-        char s[sizeof(regex)];                                                \
+        char s[(sizeof(regex) + 3) / 4 * 4];                                  \
     } RT__UNIQUE(rt__skip_) RT__RETAIN                                        \
         __attribute__((used, section(".rt_skip"), aligned(4))) = {           \
             (unsigned int)sizeof(regex), regex}
@@ -161,7 +174,7 @@
 #define RT_GUEST_DISPATCH(regex)                                              \
     static const struct {                                                     \
         unsigned int n;                                                       \
-        char s[sizeof(regex)];                                                \
+        char s[(sizeof(regex) + 3) / 4 * 4];                                  \
     } RT__UNIQUE(rt__guest_dispatch_) RT__RETAIN                              \
         __attribute__((used, section(".rt_guest_dispatch"), aligned(4))) = { \
             (unsigned int)sizeof(regex), regex}
@@ -297,27 +310,27 @@
 #define RT__PROBE_ALLOC(ptr, size, tag, guest)                                \
     __asm__ __volatile__(                                                     \
         RT__SDT_NOTE(alloc, "8@%[p] 8@%[s] 4@%[t] 8@%[g]")                   \
-        : : [p] "r"((unsigned long long)(size_t)(ptr)),                       \
-            [s] "r"((unsigned long long)(size)), [t] "r"((unsigned int)(tag)), \
-            [g] "r"((unsigned long long)(guest)) RT__SITE_IN)
+        : : [p] "r"((rt__u64)(size_t)(ptr)),                                  \
+            [s] "r"((rt__u64)(size)), [t] "r"((unsigned int)(tag)),            \
+            [g] "r"((rt__u64)(guest)) RT__SITE_IN)
 /* rt:guest: (id, parent, line, source, function), the two names as
  * pointers to NUL-terminated strings, which the recorder's uprobe copies
  * (a fetch argument +0(%reg):string) */
 #define RT__PROBE_GUEST(id, parent, line, source, function)                   \
     __asm__ __volatile__(                                                     \
         RT__SDT_NOTE(guest, "8@%[i] 8@%[pa] 8@%[l] 8@%[s] 8@%[f]")           \
-        : : [i] "r"((unsigned long long)(id)),                                \
-            [pa] "r"((unsigned long long)(parent)),                           \
-            [l] "r"((unsigned long long)(line)),                              \
-            [s] "r"((unsigned long long)(size_t)(const char *)(source)),      \
-            [f] "r"((unsigned long long)(size_t)(const char *)(function))   \
+        : : [i] "r"((rt__u64)(id)),                                           \
+            [pa] "r"((rt__u64)(parent)),                                      \
+            [l] "r"((rt__u64)(line)),                                         \
+            [s] "r"((rt__u64)(size_t)(const char *)(source)),                 \
+            [f] "r"((rt__u64)(size_t)(const char *)(function))              \
             RT__SITE_IN)
 /* rt:free: (ptr, size, tag) */
 #define RT__PROBE3(name, ptr, size, tag)                                      \
     __asm__ __volatile__(                                                     \
         RT__SDT_NOTE(name, "8@%[p] 8@%[s] 4@%[t]")                           \
-        : : [p] "r"((unsigned long long)(size_t)(ptr)),                       \
-            [s] "r"((unsigned long long)(size)), [t] "r"((unsigned int)(tag)) \
+        : : [p] "r"((rt__u64)(size_t)(ptr)),                                  \
+            [s] "r"((rt__u64)(size)), [t] "r"((unsigned int)(tag))            \
             RT__SITE_IN)
 /* rt:sample: (ptr, size, tag, weight, rate, phase, guest); rate is R,
  * the mean bytes between samples, so the report need not guess it from
@@ -328,19 +341,19 @@
     __asm__ __volatile__(                                                     \
         RT__SDT_NOTE(sample,                                                  \
                      "8@%[p] 8@%[s] 4@%[t] 8@%[w] 8@%[r] 8@%[ph] 8@%[g]")     \
-        : : [p] "r"((unsigned long long)(size_t)(ptr)),                       \
-            [s] "r"((unsigned long long)(size)), [t] "r"((unsigned int)(tag)), \
-            [w] "r"((unsigned long long)(weight)),                            \
-            [r] "r"((unsigned long long)(rate)),                              \
-            [ph] "r"((unsigned long long)(phase)),                            \
-            [g] "r"((unsigned long long)(guest)) RT__SITE_IN)
+        : : [p] "r"((rt__u64)(size_t)(ptr)),                                  \
+            [s] "r"((rt__u64)(size)), [t] "r"((unsigned int)(tag)),            \
+            [w] "r"((rt__u64)(weight)),                                       \
+            [r] "r"((rt__u64)(rate)),                                         \
+            [ph] "r"((rt__u64)(phase)),                                       \
+            [g] "r"((rt__u64)(guest)) RT__SITE_IN)
 /* rt:release, rt:commit, rt:decommit, rt:sample_free: two 8-byte
  * arguments (an address and a length or weight). */
 #define RT__PROBE2(name, first, second)                                       \
     __asm__ __volatile__(                                                     \
         RT__SDT_NOTE(name, "8@%[a] 8@%[b]")                                  \
-        : : [a] "r"((unsigned long long)(size_t)(first)),                     \
-            [b] "r"((unsigned long long)(second)) RT__SITE_IN)
+        : : [a] "r"((rt__u64)(size_t)(first)),                                \
+            [b] "r"((rt__u64)(second)) RT__SITE_IN)
 /* rt:phase_track: no arguments; never fires (docs/probes.md, "Phases in
  * sampled mode") */
 #define RT__PROBE0(name) __asm__ __volatile__("990: nop\n" RT__SDT_DESC(name, ""))
@@ -480,7 +493,7 @@ __asm__(".ifndef rt__alloc_semaphores\n"
 #define RT__COLD_LABEL __attribute__((cold));
 #endif
 #define RT__DEFINE_ON(name, type, cmp)                                        \
-    static inline __attribute__((always_inline)) int                          \
+    static __inline__ __attribute__((always_inline)) int                          \
     name(volatile type *sem)                                                  \
     {                                                                         \
         __asm__ goto(cmp " $0, %0\n\tjne %l1" : : "m"(*sem) : "cc" : on);     \
@@ -531,7 +544,7 @@ __attribute__((weak)) __thread unsigned int rt__phase_stack[RT__PHASE_DEPTH];
 #ifdef __cplusplus
 }
 #endif
-static inline void rt__phase_push(unsigned int id)
+static __inline__ void rt__phase_push(unsigned int id)
 {
     if (rt__phase_depth < RT__PHASE_DEPTH)
         rt__phase_stack[rt__phase_depth] = id;
@@ -540,7 +553,7 @@ static inline void rt__phase_push(unsigned int id)
 /* RT_PHASE_END(id): closes the innermost open run of id and every run
  * opened inside it (as the report does with rt:phase_end); an id not
  * open in the thread changes nothing. */
-static inline void rt__phase_pop(unsigned int id)
+static __inline__ void rt__phase_pop(unsigned int id)
 {
     unsigned int i;
     if (rt__phase_depth > RT__PHASE_DEPTH) {
@@ -554,7 +567,7 @@ static inline void rt__phase_pop(unsigned int id)
         }
 }
 /* the innermost phase id + 1, 0 outside every phase */
-static inline unsigned long long rt__phase_current(void)
+static __inline__ unsigned long long rt__phase_current(void)
 {
     unsigned int d = rt__phase_depth;
     if (!d)
@@ -586,7 +599,7 @@ void rt__phase_mark(void)
 #ifdef __cplusplus
 }
 #endif
-static inline void rt__phase_note_sample(void)
+static __inline__ void rt__phase_note_sample(void)
 {
     if (rt__phase_depth && !rt__phase_watched)
         rt__phase_watch();
@@ -660,22 +673,22 @@ static void rt__phase_track_site(void) { RT__PROBE0(phase_track); }
     do {                                                                      \
         if (rt__on32(&rt__alloc_semaphores)) {                                \
             /* each argument once, whichever events are recorded */          \
-            unsigned long long rt__p = (unsigned long long)(size_t)(ptr);     \
-            unsigned long long rt__size = (unsigned long long)(size);         \
+            rt__u64 rt__p = (rt__u64)(size_t)(ptr);                           \
+            rt__u64 rt__size = (rt__u64)(size);                               \
             unsigned int rt__tag = (unsigned int)(tag);                       \
-            unsigned long long rt__g = 0;                                     \
+            rt__u64 rt__g = 0;                                                \
             int rt__g_known = 0;                                              \
             if (RT_ALLOC_ENABLED()) {                                         \
-                rt__g = (unsigned long long)(guest);                          \
+                rt__g = (rt__u64)(guest);                                     \
                 rt__g_known = 1;                                              \
                 RT__PROBE_ALLOC(rt__p, rt__size, rt__tag, rt__g);             \
                 rt__count(RT__FIRED_ALLOC);                                   \
             }                                                                 \
             if (RT_SAMPLE_ENABLED()) {                                        \
-                unsigned long long rt__w = rt__sample_weight(rt__size);       \
+                rt__u64 rt__w = rt__sample_weight(rt__size);                  \
                 if (rt__w) {                                                  \
                     if (!rt__g_known)                                         \
-                        rt__g = (unsigned long long)(guest);                  \
+                        rt__g = (rt__u64)(guest);                             \
                     RT__PROBE_SAMPLE(rt__p, rt__size, rt__tag, rt__w,         \
                                      rt__sample_rate(),                       \
                                      rt__phase_current(), rt__g);             \
@@ -694,15 +707,15 @@ static void rt__phase_track_site(void) { RT__PROBE0(phase_track); }
 #define RT__FREE3(ptr, size, tag)                                             \
     do {                                                                      \
         if (rt__on32(&rt__free_semaphores)) {                                 \
-            unsigned long long rt__p = (unsigned long long)(size_t)(ptr);     \
-            unsigned long long rt__size = (unsigned long long)(size);         \
+            rt__u64 rt__p = (rt__u64)(size_t)(ptr);                           \
+            rt__u64 rt__size = (rt__u64)(size);                               \
             unsigned int rt__tag = (unsigned int)(tag);                       \
             if (RT_FREE_ENABLED()) {                                          \
                 RT__FIRE(free, rt__p, rt__size, rt__tag)                      \
                 rt__count(RT__FIRED_FREE);                                    \
             }                                                                 \
             if (rt__on(&rt_sample_free_semaphore)) {                          \
-                unsigned long long rt__w = rt__live_remove(rt__p);            \
+                rt__u64 rt__w = rt__live_remove(rt__p);                       \
                 if (rt__w) {                                                  \
                     RT__PROBE2(sample_free, rt__p, rt__w);                    \
                     rt__count(RT__FIRED_SAMPLE_FREE);                         \
@@ -723,9 +736,9 @@ static void rt__phase_track_site(void) { RT__PROBE0(phase_track); }
     do {                                                                      \
         if (rt__on32(&rt__alloc_semaphores) ||                                \
             rt__on32(&rt__free_semaphores)) {                                 \
-            unsigned long long rt__ro = (unsigned long long)(size_t)(old);    \
-            unsigned long long rt__rn = (unsigned long long)(size_t)(new);    \
-            unsigned long long rt__rs = (unsigned long long)(size);           \
+            rt__u64 rt__ro = (rt__u64)(size_t)(old);                          \
+            rt__u64 rt__rn = (rt__u64)(size_t)(new);                          \
+            rt__u64 rt__rs = (rt__u64)(size);                                 \
             unsigned int rt__rt = (unsigned int)(tag);                        \
             if (rt__ro && (rt__rn || !rt__rs))                                \
                 RT__FREE3(rt__ro, 0, rt__rt);                                 \
@@ -740,8 +753,8 @@ static void rt__phase_track_site(void) { RT__PROBE0(phase_track); }
 #define RT_RELEASE(base, len)                                                 \
     do {                                                                      \
         if (rt__on64(&rt__release_semaphores)) {                              \
-            unsigned long long rt__b = (unsigned long long)(size_t)(base);    \
-            unsigned long long rt__l = (unsigned long long)(len);             \
+            rt__u64 rt__b = (rt__u64)(size_t)(base);                          \
+            rt__u64 rt__l = (rt__u64)(len);                                   \
             if (rt__on(&rt_release_semaphore)) {                              \
                 RT__PROBE2(release, rt__b, rt__l);                            \
                 rt__count(RT__FIRED_RELEASE);                                 \

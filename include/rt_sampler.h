@@ -24,6 +24,11 @@
  */
 #ifndef RT_SAMPLER_H
 #define RT_SAMPLER_H
+/* Its own code is not the user's: the compiler reports no warning of
+ * it, whatever the user's flags (docs/probes.md, "Requirements") */
+#if defined(__GNUC__) && __INCLUDE_LEVEL__ > 0 && !defined(RT_PROBES_WARNINGS)
+#pragma GCC system_header
+#endif
 
 #include <stdlib.h>
 
@@ -54,7 +59,7 @@ __attribute__((weak, visibility("hidden"))) unsigned long long rt__sample_thread
 }
 #endif
 
-static inline unsigned long long rt__splitmix64(unsigned long long x)
+static __inline__ unsigned long long rt__splitmix64(unsigned long long x)
 {
     x += 0x9e3779b97f4a7c15ULL;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -64,7 +69,7 @@ static inline unsigned long long rt__splitmix64(unsigned long long x)
 
 /* "524288", "512k", "1m" -> bytes; 0 if malformed or over 2^64 - 1 (a
  * value that wrapped would sample at a rate nobody asked for). */
-static inline unsigned long long rt__parse_bytes(const char *s)
+static __inline__ unsigned long long rt__parse_bytes(const char *s)
 {
     unsigned long long v = 0, max = ~0ULL;
     int shift = 0;
@@ -85,7 +90,7 @@ static inline unsigned long long rt__parse_bytes(const char *s)
     return v << shift;
 }
 
-static inline unsigned long long rt__sample_bytes(void)
+static __inline__ unsigned long long rt__sample_bytes(void)
 {
     unsigned long long r = __atomic_load_n(&rt__sample_r, __ATOMIC_RELAXED);
     if (r == 0) {
@@ -101,7 +106,7 @@ static inline unsigned long long rt__sample_bytes(void)
  * rt__sample_slow has set it): a plain load. Not rt__sample_bytes(): a
  * possible call in RT_ALLOC's enabled branch costs the path where nothing
  * records half an instruction per event (tests/unit/test_offcost.py). */
-static inline unsigned long long rt__sample_rate(void)
+static __inline__ unsigned long long rt__sample_rate(void)
 {
     return __atomic_load_n(&rt__sample_r, __ATOMIC_RELAXED);
 }
@@ -109,7 +114,7 @@ static inline unsigned long long rt__sample_rate(void)
 /* -ln(u) for u in (0, 1], without libm: u = m * 2^e with m in
  * [sqrt(1/2), sqrt(2)), ln m = 2 atanh(z), z = (m-1)/(m+1), |z| < 0.172;
  * the series to z^11 is within 3e-10 of ln m. */
-static inline double rt__neg_log(double u)
+static __inline__ double rt__neg_log(double u)
 {
     union { double d; unsigned long long b; } v;
     double z, z2, ln_m;
@@ -129,7 +134,7 @@ static inline double rt__neg_log(double u)
 }
 
 /* The next gap: exponential with mean r bytes, at least 1 byte. */
-static inline long long rt__draw_gap(struct rt__sampler *t, unsigned long long r)
+static __inline__ long long rt__draw_gap(struct rt__sampler *t, unsigned long long r)
 {
     double u, gap;
     t->rng ^= t->rng >> 12;
@@ -226,10 +231,10 @@ rt__sample_slow(struct rt__sampler *t, unsigned long long size)
  * two-byte SLEB128, DW_OP_deref: CFA = *(%rsp + N). */
 #define RT__CFA_AT_RSP(n) RT__CFI(".cfi_escape 0x0f, 4, 0x77, " n ", 0, 0x06")
 #define RT__DEFINE_CALL2(wrapper, target, type1)                              \
-static inline __attribute__((always_inline)) unsigned long long               \
-wrapper(type1 t, unsigned long long size)                                     \
+static __inline__ __attribute__((always_inline)) rt__u64                          \
+wrapper(type1 t, rt__u64 size)                                                \
 {                                                                             \
-    unsigned long long w;                                                     \
+    rt__u64 w;                                                                \
     __asm__ volatile(RT__CFI(".cfi_remember_state")                           \
                      "lea -136(%%rsp), %%rsp\n\t"                             \
                      "mov %%rdx, (%%rsp)\n\t"          /* the CFA's slot */   \
@@ -278,8 +283,8 @@ wrapper(type1 t, unsigned long long size)                                     \
 RT__DEFINE_CALL2(rt__sample_slow_call, rt__sample_slow, struct rt__sampler *)
 #else
 #define RT__DEFINE_CALL2(wrapper, target, type1)                              \
-    static inline __attribute__((always_inline)) unsigned long long           \
-    wrapper(type1 t, unsigned long long size)                                 \
+    static __inline__ __attribute__((always_inline)) rt__u64                      \
+    wrapper(type1 t, rt__u64 size)                                            \
     {                                                                         \
         return target(t, size);                                               \
     }
@@ -291,7 +296,7 @@ RT__DEFINE_CALL2(rt__sample_slow_call, rt__sample_slow, struct rt__sampler *)
  * needs no test of its own: left starts at 0, so its first allocation of
  * any size > 0 goes negative and reaches rt__sample_slow, which seeds it
  * (size 0 is never sampled anyway); with R = 1, left only decreases. */
-static inline __attribute__((always_inline)) unsigned long long
+static __inline__ __attribute__((always_inline)) unsigned long long
 rt__sample_weight(unsigned long long size)
 {
     struct rt__sampler *t = &rt__sampler_state;

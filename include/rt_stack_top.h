@@ -35,6 +35,11 @@
  */
 #ifndef RT_STACK_TOP_H
 #define RT_STACK_TOP_H
+/* Its own code is not the user's: the compiler reports no warning of
+ * it, whatever the user's flags (docs/probes.md, "Requirements") */
+#if defined(__GNUC__) && __INCLUDE_LEVEL__ > 0 && !defined(RT_PROBES_WARNINGS)
+#pragma GCC system_header
+#endif
 
 #if defined(__linux__) && !defined(RT_STACK_TOP_DISABLE)
 #include <sys/auxv.h>

@@ -239,9 +239,12 @@ class ProbeContract(unittest.TestCase):
     # with -Wmissing-prototypes; clang's -Wmissing-variable-declarations
     # and C++'s -Wmissing-declarations are the same check; the rest are
     # common in strict builds). The header's weak definitions are each
-    # declared first, its null pointers are nullptr in C++11. Not
-    # covered: -Wold-style-cast (the probe macros' casts take a pointer
-    # or an integer alike; docs/probes.md: include with -isystem).
+    # declared first, its null pointers are nullptr in C++11. Built with
+    # RT_PROBES_WARNINGS: the header's own code checked as the user's
+    # (by default it is a system header to the compiler, which reports
+    # nothing of it: test_users_strictest_flags_report_nothing). Not
+    # covered here: -Wold-style-cast (the probe macros' casts take a
+    # pointer or an integer alike).
     STRICT_C = ["-Wmissing-prototypes", "-Wmissing-declarations",
                 "-Wstrict-prototypes", "-Wold-style-definition",
                 "-Wdeclaration-after-statement", "-Wshadow", "-Wvla",
@@ -270,8 +273,61 @@ class ProbeContract(unittest.TestCase):
                         ["-Wmissing-variable-declarations"])]
         for i, (compiler, std, flags) in enumerate(builds):
             with self.subTest(compiler=compiler, std=std):
-                self.cc(use, "strict%d" % i, std, *base, *flags,
-                        compiler=compiler, link=False)
+                self.cc(use, "strict%d" % i, std, "-DRT_PROBES_WARNINGS",
+                        *base, *flags, compiler=compiler, link=False)
+
+    # What users' builds add that the header's own code cannot satisfy
+    # (C casts, `long long` in C89 and C++98, struct padding) or that
+    # reports everything (clang's -Weverything), and the oldest
+    # standards GCC and clang compile: the header tells the compiler it
+    # is a system header, which reports nothing of its code or its
+    # macros' bodies (the arguments stay the user's code).
+    USERS_CXX = ["-Wold-style-cast", "-Wuseless-cast"]
+    # clang's -Weverything, less what only concerns the test's own code
+    # or what no project enables with it (C++98 compatibility of C++17)
+    EVERYTHING = ["-Weverything", "-Wno-c++98-compat",
+                  "-Wno-c++98-compat-pedantic", "-Wno-missing-prototypes",
+                  "-Wno-unused-macros"]
+
+    def test_users_strictest_flags_report_nothing(self):
+        use = USE % {"include": '#include "rt_probes.h"',
+                     "sample": "RT_REALLOC(ptr, ptr, size, tag); "
+                               "RT_EXIT();",
+                     "guest": GUEST_H}
+        # C89 and C++98 have no `long long` of their own: the test's
+        # variables are size_t there (the probes' casts make the notes
+        # the same)
+        old = use.replace("unsigned long long", "size_t")
+        base = ["-Wall", "-Wextra", "-pedantic", "-Werror"]
+        builds = [("gcc", "-std=c89", old, self.STRICT_C),
+                  ("gcc", "-std=gnu89", old, self.STRICT_C),
+                  ("g++", "-std=c++98", old, self.STRICT_CXX +
+                   self.USERS_CXX),
+                  ("g++", "-std=c++17", use, self.STRICT_CXX +
+                   self.USERS_CXX)]
+        if shutil.which("clang"):
+            # C89's 509-character string literals: an asm note is longer
+            builds += [("clang", "-std=c89", old, self.EVERYTHING +
+                        ["-Wno-overlength-strings"]),
+                       ("clang", "-std=c11", use, self.EVERYTHING),
+                       ("clang++", "-std=c++98", old, self.EVERYTHING),
+                       ("clang++", "-std=c++17", use, self.EVERYTHING)]
+        want = signature(self.cc(use, "c99", "-std=c99"))
+        for i, (compiler, std, src, flags) in enumerate(builds):
+            with self.subTest(compiler=compiler, std=std):
+                prog = self.cc(src, "user%d" % i, std, *base, *flags,
+                               compiler=compiler)
+                self.assertEqual(signature(prog), want)
+
+    def test_users_strictest_flags_would_see_the_header(self):
+        # the test above can fail: with RT_PROBES_WARNINGS the same
+        # flags do report the header's code (its C casts, in C++)
+        use = USE % {"include": '#include "rt_probes.h"', "sample": "",
+                     "guest": GUEST_H}
+        with self.assertRaisesRegex(AssertionError, "old-style-cast"):
+            self.cc(use, "shown", "-std=c++17", "-DRT_PROBES_WARNINGS",
+                    "-Werror", *self.USERS_CXX, compiler="g++",
+                    link=False)
 
     def test_include_order_changes_no_probes(self):
         # sys/sdt.h decides at its first #include whether probes have
