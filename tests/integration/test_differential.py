@@ -34,6 +34,9 @@ The AHEAD cases (what perf 6.1 cannot do and the native reader can):
   calls_debug_frame  no .eh_frame for the program's code, only
                      .debug_frame: libunwind in perf reads .eh_frame only
                      (checked with readelf before anything is recorded)
+  calls_no_eh_frame_hdr  linked with --no-eh-frame-hdr (custom linker
+                     scripts, some toolchains): .eh_frame is there but
+                     not its search table, which perf's libunwind needs
 """
 
 import collections
@@ -70,6 +73,9 @@ AHEAD_STATIC = ("statically linked: perf 6.1's unwinder stops at the "
 AHEAD_DEBUG_FRAME = ("only .debug_frame covers the code: perf's libunwind "
                      "reads .eh_frame only, the native reader (libdw) "
                      "reads .debug_frame too")
+AHEAD_NO_HDR = ("no .eh_frame_hdr (ld --no-eh-frame-hdr): perf's "
+                "libunwind finds FDEs only through its table, the native "
+                "reader (libdw) reads .eh_frame itself")
 
 Program = collections.namedtuple("Program",
                                  "name argv ahead expect native_expect setup "
@@ -146,6 +152,9 @@ CORPUS = [
       native_expect=CALLS, reference="calls_gcc_O2"),
     P("calls_debug_frame", ahead=AHEAD_DEBUG_FRAME, expect=("rt_alloc",),
       native_expect=CALLS, setup="check_debug_frame_only",
+      reference="calls_gcc_O2"),
+    P("calls_no_eh_frame_hdr", ahead=AHEAD_NO_HDR, expect=("rt_alloc",),
+      native_expect=CALLS, setup="check_no_eh_frame_hdr",
       reference="calls_gcc_O2"),
     # the signal trampoline named only by the native reader (see
     # compare_sample): native_expect checks that it is
@@ -555,6 +564,19 @@ class Differential(ProfileTest):
             self.assertTrue(any(lo <= addr < hi
                                 for lo, hi in fdes[".debug_frame"]),
                             "%s has no .debug_frame FDE" % name)
+
+    def check_no_eh_frame_hdr(self, prog):
+        """An .eh_frame with FDEs for the program's code, and neither an
+        .eh_frame_hdr section nor a PT_GNU_EH_FRAME segment."""
+        headers = subprocess.run(["readelf", "-SlW", prog],
+                                 stdout=subprocess.PIPE,
+                                 universal_newlines=True, check=True).stdout
+        self.assertIn(" .eh_frame ", headers)
+        self.assertNotIn(".eh_frame_hdr", headers)
+        self.assertNotIn("GNU_EH_FRAME", headers)
+        syms = text_symbols(prog)
+        self.assertTrue(any(lo <= syms["take"] < hi
+                            for lo, hi in fde_ranges(prog)[".eh_frame"]))
 
     # --- the comparison -----------------------------------------------
 
