@@ -529,6 +529,12 @@ class Differential(ProfileTest):
         self.assertNotIn(".symtab", out, "calls_split is not stripped")
         self.assertNotIn(".debug_info", out)
         self.assertNotIn(".gnu_debuglink", out)
+        # its DWARF compressed, as dh_strip leaves a -dbgsym's ("C")
+        out = subprocess.run(["readelf", "-SW", debug],
+                             stdout=subprocess.PIPE, universal_newlines=True,
+                             check=True).stdout
+        self.assertRegex(out, r"\.debug_info\s+PROGBITS\s+\S+\s+\S+\s+\S+"
+                              r"\s+\S+\s+C\s")
         target_dir = os.path.join(DEBUG_ROOT, ".build-id", bid[:2])
         target = os.path.join(target_dir, bid[2:] + ".debug")
         made = []
