@@ -77,6 +77,18 @@ class SkipOptionTest(unittest.TestCase):
             options.parse(["--skip", "(xmalloc"])
         self.assertIn("bad regex", str(cm.exception))
 
+    def test_regexes_python_cannot_compile(self):
+        # re raises OverflowError and RecursionError for these, not
+        # re.error: a traceback until 2026-11-28
+        for regex in ("a{4294967296}", "(" * 5000 + ")" * 5000):
+            for option in ("--skip", "--guest-dispatch"):
+                with self.subTest(regex=regex[:20], option=option), \
+                        self.assertRaises(UsageError) as cm:
+                    options.parse([option, regex])
+                msg = str(cm.exception)
+                self.assertIn("bad regex", msg)
+                self.assertLess(len(msg), 300)
+
     def test_skip_list(self):
         o = options.parse(["--skip", "^xmalloc$", "--skip", "arena_"])
         self.assertEqual(o.skip, ["^xmalloc$", "arena_"])

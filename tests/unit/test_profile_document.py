@@ -406,6 +406,8 @@ class BadDocuments(unittest.TestCase):
                 (b"\x00\xff binary", "not JSON"),
                 (good[:len(good) // 2], "not JSON"),
                 (b"[1, 2]", "not a profile document"),
+                # nested deeper than Python's stack: json's RecursionError
+                (b"[" * 100000 + b"]" * 100000, "not JSON"),
                 (json.dumps(dict(doc, version=99)).encode(),
                  "of version 99; this allocsites reads version 1"),
                 (json.dumps({"version": 2, "sites": [],

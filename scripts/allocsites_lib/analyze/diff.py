@@ -64,7 +64,8 @@ def load(path, json_of_recording, json_of_document=None):
         try:
             with open(path, encoding="utf-8") as f:
                 js = json.load(f)
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            # RecursionError: nested deeper than Python's stack
             raise BadInput("%s: not valid JSON (%s)" % (path, e))
         if json_of_document is not None and isinstance(js, dict) and \
                 "format" in js:

@@ -34,7 +34,8 @@ def load(path):
                                                       e.strerror or e))
     try:
         doc = json.loads(text.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        # RecursionError: arrays nested deeper than Python's stack
         raise BadDocument("%s: not a profile document (not JSON: %s)"
                           % (path, _first_line(e)))
     return from_dict(doc, path)

@@ -36,7 +36,8 @@ def declared_patterns(tally, symbolizer, section, macro):
             seen.add(regex)
             try:
                 re.compile(regex)
-            except re.error:
+            except (re.error, OverflowError, RecursionError):
+                # as cli/options.py's --skip: too large, too deep
                 symbolizer.warn(
                     ("badregex", macro, regex, dso),
                     "%s(%r) in %s is not a valid regular expression: "

@@ -48,8 +48,11 @@ def _at_least_one(text):
 def _regex(text):
     try:
         re.compile(text)
-    except re.error as e:
-        raise argparse.ArgumentTypeError("bad regex %r: %s" % (text, e))
+    except (re.error, OverflowError, RecursionError) as e:
+        # OverflowError: a{4294967296}; RecursionError: groups nested
+        # deeper than Python's stack
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise argparse.ArgumentTypeError("bad regex %r: %s" % (shown, e))
     return text
 
 

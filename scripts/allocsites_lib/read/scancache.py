@@ -187,7 +187,8 @@ def load(data, keep_times=True):
         if sys.byteorder != "little":
             times.byteswap()
         return _scan_of(head["scan"], times.tolist())
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError,
+            RecursionError):
         return None
 
 

@@ -45,7 +45,7 @@ def read_buildids(data):
     try:
         with open(buildids_path(data)) as f:
             ids = json.load(f)
-    except (OSError, ValueError, UnicodeDecodeError):
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return {}
     if not isinstance(ids, dict) or not all(
             isinstance(p, str) and p.startswith("/") and

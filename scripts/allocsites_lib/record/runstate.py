@@ -110,7 +110,7 @@ def sweep(remove_events, existing_events, state_dir=STATE_DIR,
             events = [e for e in state["events"] if isinstance(e, str)]
             dirs = [d for d in state["dirs"] if isinstance(d, str)]
             mounted = state.get("mounted")
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             continue
         if alive(pid):
             continue
