@@ -11,7 +11,7 @@ import tempfile
 from allocsites_lib.read import perfstderr
 from allocsites_lib.record import (binaries, buildids, datafile, eventlock,
                                    helpercmd, perfcommand, probeevents,
-                                   programenv, writerpriority)
+                                   programenv, recording, writerpriority)
 from allocsites_lib.record.errors import RecordError
 
 
@@ -372,6 +372,64 @@ class ResolveLibraryTest(unittest.TestCase):
                 binaries.resolve_library(os.path.join(tmp, "text.so"))
             with self.assertRaisesRegex(RecordError, "no such file"):
                 binaries.resolve_library(os.path.join(tmp, "none.so"))
+
+
+class DeletedBinariesTest(unittest.TestCase):
+    """-p PID of a process whose program or library was deleted (or
+    replaced: an upgrade, a rebuild) since it started: perf can only probe
+    the file now at that path, so attaching says so, in one line."""
+
+    BUILD = os.environ.get("BUILD", os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "build"))
+
+    def start(self, argv):
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE)
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.kill)
+        self.assertEqual(proc.stdout.readline(), b"up\n")
+        return proc.pid
+
+    def test_program_deleted(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            prog = os.path.join(tmp, "prog")
+            with open(os.path.realpath("/bin/sh"), "rb") as src, \
+                    open(prog, "wb") as dst:
+                dst.write(src.read())
+            os.chmod(prog, 0o755)
+            pid = self.start([prog, "-c", "echo up; read x"])
+            self.assertEqual(binaries.process_binaries(pid)[2], [])
+            os.unlink(prog)
+            with self.assertRaisesRegex(
+                    RecordError, r"^-p %d: its program %s was deleted or "
+                    r"replaced since the process started .*restart the "
+                    r"process, then attach$" % (pid, prog)):
+                binaries.process_binaries(pid)
+
+    def test_probed_library_deleted(self):
+        lib = os.path.join(self.BUILD, "librtalloc.so")
+        if not os.path.exists(lib):
+            self.skipTest("needs make all (build/librtalloc.so)")
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = os.path.join(tmp, "librtalloc.so")
+            with open(lib, "rb") as src, open(copy, "wb") as dst:
+                dst.write(src.read())
+            pid = self.start([sys.executable, "-c",
+                              "import ctypes, sys; ctypes.CDLL(%r); "
+                              "print('up', flush=True); sys.stdin.read()"
+                              % copy])
+            opts = type("Opts", (), {"libs": []})()
+            # in place: its probes are found
+            _, _, found = recording.probe_targets(opts, [], pid, "alloc")
+            self.assertIn(copy, [path for path, _ in found])
+            os.unlink(copy)
+            self.assertEqual(binaries.process_binaries(pid)[2], [copy])
+            with self.assertRaisesRegex(
+                    RecordError, r"^no rt:alloc probe in process %d .*that "
+                    r"are still in place; deleted or replaced since they "
+                    r"were loaded .*: %s; restart the process, then attach$"
+                    % (pid, copy)):
+                recording.probe_targets(opts, [], pid, "alloc")
 
 
 class ResolveProgramTest(unittest.TestCase):

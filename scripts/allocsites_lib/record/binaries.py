@@ -206,21 +206,39 @@ def unprobed_code(code, probed):
     return missing
 
 
+DELETED = " (deleted)"   # the kernel's mark on a path unlinked since
+
+
 def process_binaries(pid):
-    """(executable, [mapped files with code]) of a running process, from
-    /proc/PID/exe and /proc/PID/maps; a RecordError if there is none."""
+    """(executable, [mapped files with code], [code files deleted since
+    they were mapped]) of a running process, from /proc/PID/exe and
+    /proc/PID/maps; a RecordError if there is none, or if the executable
+    itself was deleted (replaced by an upgrade or a rebuild): perf probes
+    a file by its path, and the file at that path now is another one."""
     try:
-        exe = os.path.realpath("/proc/%d/exe" % pid)
+        exe = os.readlink("/proc/%d/exe" % pid)
         with open("/proc/%d/maps" % pid) as f:
             maps = f.read().splitlines()
     except OSError as e:
         raise RecordError("-p %d: no such process or not readable (%s)"
                           % (pid, e.strerror))
-    libs = []
+    if exe.endswith(DELETED):
+        raise RecordError(
+            "-p %d: its program %s was deleted or replaced since the "
+            "process started (an upgrade or a rebuild): perf can only probe "
+            "the file now at that path, which this process does not run; "
+            "restart the process, then attach" % (pid, exe[:-len(DELETED)]))
+    exe = os.path.realpath("/proc/%d/exe" % pid)
+    libs, deleted = [], []
     for line in maps:
         parts = line.split(None, 5)
         if len(parts) == 6 and "x" in parts[1] and parts[5].startswith("/"):
-            path = os.path.realpath(parts[5].strip())
+            name = parts[5].strip()
+            if name.endswith(DELETED):
+                if name[:-len(DELETED)] not in deleted:
+                    deleted.append(name[:-len(DELETED)])
+                continue
+            path = os.path.realpath(name)
             if path != exe and path not in libs and os.path.isfile(path):
                 libs.append(path)
-    return exe, libs
+    return exe, libs, deleted

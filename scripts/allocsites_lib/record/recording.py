@@ -136,9 +136,24 @@ def probe_targets(opts, argv, pid, alloc_probe):
     allocation probe."""
     extra = [resolve_library(lib) for lib in opts.libs]
     if pid is not None:   # attach: the process's executable and its maps
-        prog, libs = process_binaries(pid)
+        prog, libs, deleted = process_binaries(pid)
         name = "process %d (%s)" % (pid, prog)
         binaries = probed_binaries(prog, extra, libs=libs)
+        if deleted:
+            # the probes of a library replaced since it was loaded cannot
+            # be recorded, nor its frames named
+            gone = ", ".join(deleted[:3]) + (" ..." if len(deleted) > 3
+                                               else "")
+            if not any(alloc_probe in names for _, names in binaries):
+                raise RecordError(
+                    "no rt:%s probe in %s or the libraries it links that "
+                    "are still in place; deleted or replaced since they "
+                    "were loaded (an upgrade or a rebuild): %s; restart "
+                    "the process, then attach" % (alloc_probe, name, gone))
+            print("allocsites: warning: %s maps libraries deleted or "
+                  "replaced since they were loaded: %s; their probes are "
+                  "not recorded and their frames are shown as addresses"
+                  % (name, gone), file=sys.stderr)
     else:
         prog = resolve_program(argv[0], scripts=bool(extra))
         name = argv[0]
