@@ -18,6 +18,7 @@
 #include <zstd.h>
 
 #define FEAT_TRACING_DATA 1
+#define FEAT_ARCH 6
 #define FEAT_EVENT_DESC 12
 #define FEAT_COMPRESSED 27
 #define COMP_ZSTD 1
@@ -197,13 +198,41 @@ static int table_features(struct perffile *pf, u64 bits[4], u64 file_size,
 	return 0;
 }
 
-/* The features the reader uses: the tracepoint formats, the events'
- * names, the compressor. */
+/* HEADER_ARCH (uname's machine: u32 length, the string padded with
+ * NULs): a recording of another machine's registers is refused, as the
+ * unwinder takes them for x86-64's (perf's own reports read such a file
+ * with that architecture's unwinder, when perf has one). 0, or -1 with
+ * err set. */
+static int check_arch(struct perffile *pf, const u8 *d, u64 size, char *err,
+		      size_t errlen)
+{
+	char arch[32];
+	u64 n = size >= 4 ? le32(d) : 0, i;
+	if (n > size - 4 || n == 0)
+		return 0;   /* no string: nothing says another machine */
+	for (i = 0; i < n && i < sizeof(arch) - 1 && d[4 + i]; i++) {
+		if (d[4 + i] < 0x20 || d[4 + i] > 0x7e)
+			break;
+		arch[i] = (char)d[4 + i];
+	}
+	arch[i] = 0;
+	if (!strcmp(arch, "x86_64"))
+		return 0;
+	if (i == 0 || (i < n && d[4 + i]))   /* not printable text */
+		strcpy(arch, "another architecture");
+	snprintf(err, errlen, "%s: recorded on %s: allocsites reads x86-64 "
+		 "recordings (it unwinds their stacks with x86-64's registers)",
+		 pf->path, arch);
+	return -1;
+}
+
+/* The features the reader uses: the machine, the tracepoint formats,
+ * the events' names, the compressor. */
 static int read_features(struct perffile *pf, u64 file_size, char *err,
 			 size_t errlen)
 {
-	static const int used[] = { FEAT_TRACING_DATA, FEAT_EVENT_DESC,
-				    FEAT_COMPRESSED };
+	static const int used[] = { FEAT_ARCH, FEAT_TRACING_DATA,
+				    FEAT_EVENT_DESC, FEAT_COMPRESSED };
 	for (size_t k = 0; k < sizeof(used) / sizeof(used[0]); k++) {
 		int feat = used[k];
 		u64 off, size;
@@ -234,6 +263,12 @@ static int read_features(struct perffile *pf, u64 file_size, char *err,
 		}
 		else if (feat == FEAT_EVENT_DESC)
 			read_event_desc(pf, d, size);
+		else if (feat == FEAT_ARCH) {
+			if (check_arch(pf, d, size, err, errlen)) {
+				free(d);
+				return -1;
+			}
+		}
 		else if (size >= 8) {
 			/* u32 version, u32 type, u32 level, ratio, mmap_len */
 			if (le32(d + 4) != COMP_ZSTD) {

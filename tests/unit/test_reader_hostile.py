@@ -13,6 +13,7 @@ stderr says records were left out (never exit 0 with a field read as
 
 import concurrent.futures
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -128,6 +129,46 @@ class HostileRecordings(unittest.TestCase):
                                                   name + ".data"),
                                self.write(name + "-as-2", mutate.as_compressed2(
                                    mutate.PerfData(seeds[name]))))
+
+    def test_another_machines_recording_is_refused(self):
+        # HEADER_ARCH (feature 6) names the machine; a recording of
+        # another's registers would be unwound as x86-64's, silently wrong
+        reader = os.path.join(BUILD, "allocsites-read")
+        data = mutate.load_seeds()["basic"]
+        arch = mutate.PerfData(data).features[6]
+        self.assertEqual(arch[4:arch.index(b"\0", 4)], b"x86_64")
+
+        def read(feature, pipe=False):
+            pd = mutate.PerfData(data)
+            if feature is None:
+                del pd.features[6]
+            else:
+                pd.features[6] = struct.pack("<I", len(feature)) + feature
+            path = self.write("arch", pd.build_pipe() if pipe
+                              else pd.build())
+            return subprocess.run([reader, "--text", path],
+                                  stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE,
+                                  universal_newlines=True)
+        for pipe in (False, True):
+            for feature, says in (
+                    (b"aarch64".ljust(64, b"\0"), "recorded on aarch64: "),
+                    (b"riscv64\0", "recorded on riscv64: "),
+                    (b"\x01\xfe\0", "recorded on another architecture: "),
+                    (b"x86_64".ljust(64, b"\0"), None),
+                    (b"", None),
+                    (None, None)):
+                with self.subTest(feature=feature, pipe=pipe):
+                    got = read(feature, pipe)
+                    if says is None:
+                        self.assertEqual((got.returncode, got.stderr),
+                                         (0, ""))
+                    else:
+                        self.assertEqual(got.returncode, 1)
+                        self.assertEqual(got.stderr.count("\n"), 1)
+                        self.assertIn(says, got.stderr)
+                        self.assertIn("reads x86-64 recordings",
+                                      got.stderr)
 
     def test_crash_reproducers(self):
         if not os.path.isdir(CRASHES):
