@@ -4,6 +4,7 @@ and perf's read errors."""
 import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
+import shutil
 import struct
 import subprocess
 import tempfile
@@ -385,6 +386,8 @@ class DeletedBinariesTest(unittest.TestCase):
     def start(self, argv):
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE)
+        self.addCleanup(proc.stdout.close)
+        self.addCleanup(proc.stdin.close)
         self.addCleanup(proc.wait)
         self.addCleanup(proc.kill)
         self.assertEqual(proc.stdout.readline(), b"up\n")
@@ -405,6 +408,30 @@ class DeletedBinariesTest(unittest.TestCase):
                     r"replaced since the process started .*restart the "
                     r"process, then attach$" % (pid, prog)):
                 binaries.process_binaries(pid)
+
+    def test_program_of_another_mount_namespace(self):
+        # a container's program: its path names another file here (or
+        # none); a private mount namespace over the same files (systemd's
+        # PrivateTmp=) is no container
+        if os.geteuid() != 0 or not shutil.which("unshare"):
+            self.skipTest("needs root and unshare")
+        sh = os.path.realpath("/bin/sh")
+        with tempfile.TemporaryDirectory() as tmp:
+            inner = os.path.join(tmp, "inner")
+            os.mkdir(inner)
+            script = ("mount -t tmpfs none {d} && cp {sh} {d}/prog && "
+                      "exec {d}/prog -c 'echo up; read x'").format(
+                          d=inner, sh=sh)
+            pid = self.start(["unshare", "--mount", "--propagation",
+                              "private", "sh", "-c", script])
+            with self.assertRaisesRegex(
+                    RecordError, r"^-p %d: its program %s/prog is not the "
+                    r"file at that path here: the process runs in another "
+                    r"mount namespace" % (pid, inner)):
+                binaries.process_binaries(pid)
+            pid = self.start(["unshare", "--mount", "--propagation",
+                              "private", sh, "-c", "echo up; read x"])
+            self.assertEqual(binaries.process_binaries(pid)[0], sh)
 
     def test_probed_library_deleted(self):
         lib = os.path.join(self.BUILD, "librtalloc.so")

@@ -209,12 +209,31 @@ def unprobed_code(code, probed):
 DELETED = " (deleted)"   # the kernel's mark on a path unlinked since
 
 
+def same_file_here(theirs, path):
+    """Whether path, as this process sees it, is the file theirs (a
+    /proc/PID/ path that reaches the process's own file) is: not where
+    the process runs in another mount namespace (a container, a chroot)
+    whose file at that path is another, or none here. True when theirs
+    cannot be read (no permission): nothing says otherwise."""
+    try:
+        a = os.stat(theirs)
+    except OSError:
+        return True
+    try:
+        b = os.stat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
 def process_binaries(pid):
     """(executable, [mapped files with code], [code files deleted since
-    they were mapped]) of a running process, from /proc/PID/exe and
-    /proc/PID/maps; a RecordError if there is none, or if the executable
-    itself was deleted (replaced by an upgrade or a rebuild): perf probes
-    a file by its path, and the file at that path now is another one."""
+    they were mapped, or not the files at their paths here]) of a running
+    process, from /proc/PID/exe and /proc/PID/maps; a RecordError if
+    there is none, or if the executable itself was deleted (replaced by
+    an upgrade or a rebuild) or is another file here (a container's):
+    perf probes a file by its path, and the file at that path here is
+    another one."""
     try:
         exe = os.readlink("/proc/%d/exe" % pid)
         with open("/proc/%d/maps" % pid) as f:
@@ -228,15 +247,25 @@ def process_binaries(pid):
             "process started (an upgrade or a rebuild): perf can only probe "
             "the file now at that path, which this process does not run; "
             "restart the process, then attach" % (pid, exe[:-len(DELETED)]))
+    if not same_file_here("/proc/%d/exe" % pid, exe):
+        raise RecordError(
+            "-p %d: its program %s is not the file at that path here: the "
+            "process runs in another mount namespace (a container, a "
+            "chroot); perf probes a file by the path it has here. Run "
+            "allocsites where the process's files are (inside the "
+            "container)" % (pid, exe))
     exe = os.path.realpath("/proc/%d/exe" % pid)
     libs, deleted = [], []
     for line in maps:
         parts = line.split(None, 5)
         if len(parts) == 6 and "x" in parts[1] and parts[5].startswith("/"):
             name = parts[5].strip()
-            if name.endswith(DELETED):
-                if name[:-len(DELETED)] not in deleted:
-                    deleted.append(name[:-len(DELETED)])
+            if name.endswith(DELETED) or not same_file_here(
+                    "/proc/%d/root%s" % (pid, name), name):
+                if name.endswith(DELETED):
+                    name = name[:-len(DELETED)]
+                if name not in deleted:
+                    deleted.append(name)
                 continue
             path = os.path.realpath(name)
             if path != exe and path not in libs and os.path.isfile(path):

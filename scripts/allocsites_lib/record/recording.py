@@ -148,12 +148,14 @@ def probe_targets(opts, argv, pid, alloc_probe):
                 raise RecordError(
                     "no rt:%s probe in %s or the libraries it links that "
                     "are still in place; deleted or replaced since they "
-                    "were loaded (an upgrade or a rebuild): %s; restart "
-                    "the process, then attach" % (alloc_probe, name, gone))
+                    "were loaded (an upgrade or a rebuild), or another "
+                    "mount namespace's: %s; restart the process, then "
+                    "attach" % (alloc_probe, name, gone))
             print("allocsites: warning: %s maps libraries deleted or "
-                  "replaced since they were loaded: %s; their probes are "
-                  "not recorded and their frames are shown as addresses"
-                  % (name, gone), file=sys.stderr)
+                  "replaced since they were loaded, or another mount "
+                  "namespace's: %s; their probes are not recorded and "
+                  "their frames are shown as addresses" % (name, gone),
+                  file=sys.stderr)
     else:
         prog = resolve_program(argv[0], scripts=bool(extra))
         name = argv[0]
