@@ -143,6 +143,21 @@ class BuildReportTest(unittest.TestCase):
         self.assertIn("1 events of 1 process without an rt:exit", got.reason)
         self.assertNotIn("77", got.reason)
 
+    def test_frees_without_any_allocation_event(self):
+        # a recording made by hand without -e sdt_rt:alloc: frees only
+        said = "the recording has frees but no allocation event: was " \
+            "sdt_rt:alloc recorded?"
+        t = Tally()
+        for i in range(3):
+            t.add(free(60)._replace(ptr=0x1000 + 0x100 * i))
+        t.add(None)
+        got = assemble.build(t, options.parse([]), symbolizer(), 0, None)
+        self.assertTrue(any(w.startswith(said) for w in got.warnings),
+                        got.warnings)
+        # one allocation: not said
+        self.assertFalse(any(w.startswith(said)
+                             for w in self.build().warnings))
+
     def test_report_fields(self):
         r = self.build(lost=5)
         self.assertEqual((r.mode, r.events, r.malformed, r.lost, r.lost_reason, r.frees),

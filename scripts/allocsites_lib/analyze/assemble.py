@@ -263,6 +263,14 @@ def _more_warnings(tally, opts, names, tags, mode, result, stacks, data,
                                 ", ".join(unmatched),
                                 ", ".join(shown) or "none"))
             bad_options.append(warnings[-1])
+    if not tally.events.get("alloc") and not tally.events.get("sample") \
+            and (tally.events.get("free") or tally.events.get("release")):
+        # frees came, no allocation at all: a recording by hand without
+        # the allocation event, more likely than a program that only frees
+        warnings.append("the recording has frees but no allocation event: "
+                        "was sdt_rt:alloc recorded? (allocsites record "
+                        "records it; with perf record by hand, add -e "
+                        "sdt_rt:alloc)")
     sampling = None
     if mode == "sampled":
         rate, warning = sample_rate(tally)
