@@ -19,6 +19,9 @@ import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# a path that is not UTF-8 is printed as its bytes (cli/command.py)
+if hasattr(sys.stdout, "reconfigure"):
+    sys.stdout.reconfigure(errors="surrogateescape")
 
 from allocsites_lib.read import (hotpath, parse, perfrun,  # noqa: E402
                                  perfstderr, worker_files)

@@ -1,6 +1,7 @@
 """Bad input and bad environments: one clear line, a non-zero status, no
 traceback, and nothing left behind (probe events, mounts)."""
 
+import gzip
 import json
 import glob
 import os
@@ -403,6 +404,49 @@ class Errors(ProfileTest):
         # the run's state file (runstate.py) is gone with it: it listed
         # the name perf reported, and was left behind, before
         self.assertEqual(set(glob.glob("/run/allocsites/*.json")), states)
+
+    def test_path_not_utf8_records_and_every_output_is_written(self):
+        # a directory named by bytes that are not UTF-8: the probe
+        # definitions, the table and every output file (a traceback
+        # before 2026-11-28). perf 6.1's own Python cannot name such a
+        # DSO (perf script -s crashes), so the native reader only.
+        d = os.fsdecode(os.path.join(os.fsencode(self.tmp), b"\xff\xfe"))
+        os.mkdir(d)
+        prog = os.path.join(d, "t_basic")
+        shutil.copy(program("t_basic"), prog)
+        data = os.path.join(self.tmp, "r.data")
+        truth_path = os.path.join(self.tmp, "truth.json")
+        rec = allocsites(["record", "-o", data, "--", prog],
+                         env={"TRUTH_FILE": truth_path})
+        self.assertEqual(rec.returncode, 0, rec.stderr)
+        out = {k: os.path.join(self.tmp, "r." + k)
+               for k in ("json", "svg", "folded", "csv", "pb.gz", "prof")}
+        rep = allocsites(["report", "-i", data, "--json", out["json"],
+                          "--svg", out["svg"], "--folded", out["folded"],
+                          "--csv", out["csv"], "--pprof", out["pb.gz"],
+                          "--save-profile", out["prof"], "--stacks", "1"])
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        self.assertNotIn("Traceback", rep.stderr)
+        with open(out["json"]) as f:
+            report = json.load(f)
+        # the program writes its own path into its truth: bytes as they are
+        with open(truth_path, encoding="utf-8",
+                  errors="surrogateescape") as f:
+            truth = json.load(f)
+        self.assertMatchesTruth(report, truth)
+        self.assertEqual({s["dso"] for s in report["sites"]}, {prog})
+        # text outputs keep the path's bytes; the SVG, XML, has U+FFFD
+        with open(out["csv"], "rb") as f:
+            self.assertIn(os.fsencode(prog), f.read())
+        with open(out["svg"], "rb") as f:
+            svg = f.read().decode("utf-8")
+        import xml.dom.minidom
+        xml.dom.minidom.parseString(svg)
+        with gzip.open(out["pb.gz"]) as f:
+            self.assertIn(("%s/\ufffd\ufffd/t_basic" % self.tmp).encode(),
+                          f.read())
+        again = allocsites(["report", "--from", out["prof"]])
+        self.assertEqual(again.returncode, 0, again.stderr)
 
     def test_sigint_to_allocsites_alone_stops_the_recording(self):
         # kill -INT PID: no terminal sends perf its own SIGINT; allocsites

@@ -131,6 +131,10 @@ def render_saved(path, opts, stdout=None, err=None):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
+    # a path that is not UTF-8 (decoded with surrogateescape) is printed
+    # as the bytes it is, as ls and perf print it, not as a traceback
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="surrogateescape")
     try:
         status = _main(argv)
     except SystemExit as e:   # argparse's --help and errors

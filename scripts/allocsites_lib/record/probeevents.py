@@ -179,7 +179,8 @@ class ProbeEvents:
                      os.O_WRONLY | os.O_APPEND)
         try:
             for line in lines:
-                os.write(fd, (line + "\n").encode())
+                # a path of any bytes, as the file system has it
+                os.write(fd, os.fsencode(line + "\n"))
         finally:
             os.close(fd)
 

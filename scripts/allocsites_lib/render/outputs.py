@@ -56,11 +56,15 @@ class Files:
         self.pending = []   # (temporary path, final path)
         self.direct = []
 
-    def open(self, path, mode):
+    def open(self, path, mode, errors="surrogateescape"):
+        """errors: what a text file does with a name that is not UTF-8
+        (a path's bytes, decoded with surrogateescape): written back as
+        the bytes it was, by default."""
+        text = {} if "b" in mode else {"encoding": "utf-8",
+                                       "errors": errors}
         final = os.path.realpath(path)
         if os.path.exists(final) and not os.path.isfile(final):
-            f = open(path, mode, **({} if "b" in mode
-                                    else {"encoding": "utf-8"}))
+            f = open(path, mode, **text)
             self.direct.append(f)
             return f
         try:
@@ -72,8 +76,7 @@ class Files:
             raise
         self.pending.append((tmp, final))
         os.fchmod(fd, 0o666 & ~_umask())   # as open() would have made it
-        return os.fdopen(fd, mode, **({} if "b" in mode
-                                      else {"encoding": "utf-8"}))
+        return os.fdopen(fd, mode, **text)
 
     def commit(self):
         """Renames every file into place, with SIGINT, SIGTERM and SIGHUP
@@ -155,7 +158,11 @@ def _write(report, opts, out, files):
         if data is None:
             continue
         binary = isinstance(data, bytes)
-        with files.open(path, "wb" if binary else "w") as f:
+        # an SVG is XML, which has no place for bytes that are not
+        # UTF-8: U+FFFD for them there; elsewhere the bytes themselves
+        with files.open(path, "wb" if binary else "w",
+                        errors="replace" if kind == "svg"
+                        else "surrogateescape") as f:
             if binary or isinstance(data, str):
                 f.write(data)
             else:   # its pieces, written one at a time
