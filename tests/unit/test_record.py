@@ -413,8 +413,10 @@ class DeletedBinariesTest(unittest.TestCase):
         # a container's program: its path names another file here (or
         # none); a private mount namespace over the same files (systemd's
         # PrivateTmp=) is no container
-        if os.geteuid() != 0 or not shutil.which("unshare"):
-            self.skipTest("needs root and unshare")
+        if os.geteuid() != 0 or not shutil.which("unshare") or \
+                subprocess.run(["unshare", "--mount", "true"],
+                               stderr=subprocess.DEVNULL).returncode:
+            self.skipTest("needs root and unshare --mount")
         sh = os.path.realpath("/bin/sh")
         with tempfile.TemporaryDirectory() as tmp:
             inner = os.path.join(tmp, "inner")
