@@ -396,10 +396,7 @@ class DeletedBinariesTest(unittest.TestCase):
     def test_program_deleted(self):
         with tempfile.TemporaryDirectory() as tmp:
             prog = os.path.join(tmp, "prog")
-            with open(os.path.realpath("/bin/sh"), "rb") as src, \
-                    open(prog, "wb") as dst:
-                dst.write(src.read())
-            os.chmod(prog, 0o755)
+            shutil.copy(os.path.realpath("/bin/sh"), prog)   # with its mode
             pid = self.start([prog, "-c", "echo up; read x"])
             self.assertEqual(binaries.process_binaries(pid)[2], [])
             os.unlink(prog)
@@ -441,8 +438,7 @@ class DeletedBinariesTest(unittest.TestCase):
             self.skipTest("needs make all (build/librtalloc.so)")
         with tempfile.TemporaryDirectory() as tmp:
             copy = os.path.join(tmp, "librtalloc.so")
-            with open(lib, "rb") as src, open(copy, "wb") as dst:
-                dst.write(src.read())
+            shutil.copyfile(lib, copy)
             pid = self.start([sys.executable, "-c",
                               "import ctypes, sys; ctypes.CDLL(%r); "
                               "print('up', flush=True); sys.stdin.read()"
