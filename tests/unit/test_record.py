@@ -4,10 +4,12 @@ and perf's read errors."""
 import os, sys, unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
 
+import io
 import shutil
 import struct
 import subprocess
 import tempfile
+import time
 
 from allocsites_lib.read import perfstderr
 from allocsites_lib.record import (binaries, buildids, datafile, eventlock,
@@ -405,6 +407,39 @@ class DeletedBinariesTest(unittest.TestCase):
                     r"replaced since the process started .*restart the "
                     r"process, then attach$" % (pid, prog)):
                 binaries.process_binaries(pid)
+
+    def test_replaced_library_without_the_probe_is_a_warning(self):
+        # rt:alloc in the program, a library replaced since it was loaded
+        # (a preloaded copy of librtalloc.so, deleted): recorded, said
+        prog = os.path.join(self.BUILD, "tests", "t_loop")
+        lib = os.path.join(self.BUILD, "librtalloc.so")
+        if not (os.path.exists(prog) and os.path.exists(lib)):
+            self.skipTest("needs make all (build/tests/t_loop)")
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = os.path.join(tmp, "libcopy.so")
+            shutil.copyfile(lib, copy)
+            proc = subprocess.Popen([prog, "30"], stdout=subprocess.DEVNULL,
+                                    env=dict(os.environ, LD_PRELOAD=copy))
+            self.addCleanup(proc.wait)
+            self.addCleanup(proc.kill)
+            maps = "/proc/%d/maps" % proc.pid
+            for _ in range(500):   # until the loader has mapped it
+                with open(maps) as f:
+                    if copy in f.read():
+                        break
+                time.sleep(0.01)
+            os.unlink(copy)
+            out = io.StringIO()
+            opts = type("Opts", (), {"libs": []})()
+            _, _, found = recording.probe_targets(opts, [], proc.pid,
+                                                  "alloc", out)
+            self.assertEqual([path for path, _ in found],
+                             [os.path.realpath(prog)])
+            self.assertRegex(out.getvalue(), r"^allocsites: warning: "
+                             r"process %d \(.*\) maps libraries deleted or "
+                             r"replaced since they were loaded, or another "
+                             r"mount namespace's: %s; their probes are not "
+                             r"recorded" % (proc.pid, copy))
 
     def test_program_of_another_mount_namespace(self):
         # a container's program: its path names another file here (or

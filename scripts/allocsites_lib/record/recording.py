@@ -79,7 +79,7 @@ def record(opts, argv, out=sys.stderr):
     pid = getattr(opts, "pid", None)
     perf = prerequisites.find_perf()
     prerequisites.check_privileges()
-    prog, name, binaries = probe_targets(opts, argv, pid, alloc_probe)
+    prog, name, binaries = probe_targets(opts, argv, pid, alloc_probe, out)
     for path, _ in binaries:
         why = semaphore_trouble(path)
         if why:
@@ -129,7 +129,7 @@ def record(opts, argv, out=sys.stderr):
     return record_status(status, pid, name, argv, interrupts.received, out)
 
 
-def probe_targets(opts, argv, pid, alloc_probe):
+def probe_targets(opts, argv, pid, alloc_probe, out=sys.stderr):
     """(program path, its name for messages, [(path, {probe names})] of
     the binaries to probe): the program started (argv) or attached to
     (pid), its libraries and --lib's; a RecordError if none has the
@@ -151,11 +151,11 @@ def probe_targets(opts, argv, pid, alloc_probe):
                     "were loaded (an upgrade or a rebuild), or another "
                     "mount namespace's: %s; restart the process, then "
                     "attach" % (alloc_probe, name, gone))
-            print("allocsites: warning: %s maps libraries deleted or "
-                  "replaced since they were loaded, or another mount "
-                  "namespace's: %s; their probes are not recorded and "
-                  "their frames are shown as addresses" % (name, gone),
-                  file=sys.stderr)
+            out.write("allocsites: warning: %s maps libraries deleted or "
+                      "replaced since they were loaded, or another mount "
+                      "namespace's: %s; their probes are not recorded and "
+                      "their frames are shown as addresses\n"
+                      % (name, gone))
     else:
         prog = resolve_program(argv[0], scripts=bool(extra))
         name = argv[0]
