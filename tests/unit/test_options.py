@@ -27,6 +27,15 @@ class NumbersTest(unittest.TestCase):
         o = options.parse(["--min-size", "0x100", "--depth", "0"])
         self.assertEqual((o.min_size, o.depth), (256, 0))
 
+    def test_min_size_fits_the_probes_64_bits(self):
+        # the C stages take it: 2^64 made the reader print its usage,
+        # which the report took for a damaged recording
+        self.assertEqual(options.parse(["--min-size", str(2 ** 64 - 1)])
+                         .min_size, 2 ** 64 - 1)
+        with self.assertRaises(UsageError) as cm:
+            options.parse(["--min-size", str(2 ** 64)])
+        self.assertIn("must be below 2^64", str(cm.exception))
+
     def test_top_zero_rejected(self):
         # --top 0 would silently mean "the default": refuse it.
         with self.assertRaises(UsageError) as cm:

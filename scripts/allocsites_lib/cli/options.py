@@ -38,6 +38,16 @@ def _positive(text):
     return value
 
 
+def _size(text):
+    """A number of bytes, as the probes carry them (64 bits): the C
+    stages take it, and refused a larger one in a line that read as a
+    damaged recording's."""
+    value = _positive(text)
+    if value >= 1 << 64:
+        raise argparse.ArgumentTypeError("must be below 2^64: %r" % text)
+    return value
+
+
 def _at_least_one(text):
     value = _positive(text)
     if value < 1:
@@ -116,7 +126,7 @@ def add_report_options(p):
     flt.add_argument("--tag", action="append", metavar="TAG",
                      help="keep only this tag (name or number; repeatable, "
                           "or comma-separated)")
-    flt.add_argument("--min-size", type=_positive, default=0, metavar="BYTES",
+    flt.add_argument("--min-size", type=_size, default=0, metavar="BYTES",
                      help="ignore allocations smaller than BYTES")
     flt.add_argument("--depth", type=_positive, default=None, metavar="N",
                      help="keep N frames of each stack (the site and N-1 "
