@@ -215,6 +215,13 @@ class TagNamesSyntheticTest(unittest.TestCase):
     def test_duplicate_tag_last_wins(self):
         self.assertEqual(self.names(rt_tags_blob([(1, "old"), (1, "new")])), {1: "new"})
 
+    def test_control_characters_escaped_and_empty_names_dropped(self):
+        # a newline in a name split the table's row and the folded line;
+        # an empty name showed as ":8 B": the tag keeps its number
+        self.assertEqual(self.names(rt_tags_blob(
+            [(1, "new\nline\tand\x7f"), (2, ""), (3, "ok")])),
+            {1: "new\\x0aline\\x09and\\x7f", 3: "ok"})
+
 
 class StapsdtSyntheticTest(unittest.TestCase):
     def probes(self, blob):
