@@ -377,6 +377,32 @@ class ResolveLibraryTest(unittest.TestCase):
                 binaries.resolve_library(os.path.join(tmp, "none.so"))
 
 
+class UnprobeablePathTest(unittest.TestCase):
+    BUILD = os.environ.get("BUILD", os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "build"))
+
+    def test_space_or_control_character_refused_in_one_line(self):
+        # a probe definition is a line of words: a newline in the path
+        # made the kernel's EINVAL two lines of ours, after the attempt
+        prog = os.path.join(self.BUILD, "tests", "t_basic")
+        if not os.path.exists(prog):
+            self.skipTest("needs make all (build/tests/t_basic)")
+        opts = type("Opts", (), {"libs": []})()
+        for dirname in ("new\nline", "a space", "tab\there"):
+            with self.subTest(dirname=dirname), \
+                    tempfile.TemporaryDirectory() as tmp:
+                d = os.path.join(tmp, dirname)
+                os.mkdir(d)
+                shutil.copy(prog, d)
+                copy = os.path.join(d, "t_basic")
+                with self.assertRaises(RecordError) as cm:
+                    recording.probe_targets(opts, [copy], None, "alloc")
+                msg = str(cm.exception)
+                self.assertNotIn("\n", msg)
+                self.assertIn("perf cannot probe a path with a space or a "
+                              "control character: %r" % copy, msg)
+
+
 class DeletedBinariesTest(unittest.TestCase):
     """-p PID of a process whose program or library was deleted (or
     replaced: an upgrade, a rebuild) since it started: perf can only probe

@@ -7,6 +7,7 @@ scanned, summarized and its sidecars written (record/ holds each step's
 parts; cli/command.py calls record())."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -178,7 +179,19 @@ def probe_targets(opts, argv, pid, alloc_probe, out=sys.stderr):
     if not any(alloc_probe in names for _, names in binaries):
         raise RecordError("%s has rt probes but no rt:%s: rebuild it with the "
                           "current include/rt_probes.h" % (name, alloc_probe))
+    for path, _ in binaries:
+        # a probe definition is one line of words (tracefs, perf probe):
+        # such a path cannot be written in one, and a newline in it made
+        # the kernel's error two lines of ours. Said before any is made.
+        if UNPROBEABLE.search(path):
+            raise RecordError(
+                "perf cannot probe a path with a space or a control "
+                "character: %r; move or link the file to a path without "
+                "one" % path)
     return prog, name, binaries
+
+
+UNPROBEABLE = re.compile(r"[\s\x00-\x1f\x7f]")
 
 
 def fast_site(environ, out):
