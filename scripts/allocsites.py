@@ -19,15 +19,16 @@ import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# a path that is not UTF-8 is printed as its bytes (cli/command.py)
-if hasattr(sys.stdout, "reconfigure"):
-    sys.stdout.reconfigure(errors="surrogateescape")
 
 from allocsites_lib.read import (hotpath, parse, perfrun,  # noqa: E402
                                  perfstderr, worker_files)
 from allocsites_lib.cli import options  # noqa: E402
+from allocsites_lib import textio  # noqa: E402
 from allocsites_lib.errors import StageError  # noqa: E402
 from allocsites_lib.read.tally import Tally  # noqa: E402
+
+# a path that is not UTF-8 is printed as its bytes (textio.py)
+textio.reconfigure(sys.stdout)
 
 
 # Exit statuses: 0 the report is complete or could not be checked; 3 it

@@ -157,6 +157,27 @@ class BadInputTest(unittest.TestCase):
                 f.write(text)
             return diff.load(path, lambda p: self.fail("not a recording"))
 
+    def test_a_lone_surrogate_in_a_name_is_printed(self):
+        # "\ud800" in someone's JSON report: allocsites diff writes its
+        # table, the character as the text \ud800 (textio.py; a
+        # traceback until 2026-11-28)
+        import subprocess
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                            "..", "..")
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for name, sites in (("a", [site("lex\ud800", 32, 1, 48)]),
+                                ("b", [])):
+                paths.append(os.path.join(tmp, name + ".json"))
+                with open(paths[-1], "w") as f:
+                    json.dump(json_of(sites, []), f)
+            got = subprocess.run(
+                [sys.executable, os.path.join(root, "scripts", "allocsites"),
+                 "diff"] + paths, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE)
+        self.assertEqual(got.returncode, 0, got.stderr)
+        self.assertIn(b"lex\\ud800 ", got.stdout)
+
     def test_reports_that_are_not(self):
         good = json_of([site("lex", 32, 1, 48)],
                        [{"frames": [frame("lex", 32)], "count": 1,

@@ -11,7 +11,7 @@ import sys
 # The report's modules (pipeline, fold, flamegraph, diff, reading) are
 # imported where a report is made, not here: `allocsites record` does not need them,
 # and their imports were a tenth of its fixed cost.
-from .. import SCRIPTS_DIR
+from .. import SCRIPTS_DIR, textio
 from . import parsers, options
 from ..record import buildids, datafile, prerequisites, recording
 from ..record.errors import RecordError
@@ -131,10 +131,9 @@ def render_saved(path, opts, stdout=None, err=None):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
-    # a path that is not UTF-8 (decoded with surrogateescape) is printed
-    # as the bytes it is, as ls and perf print it, not as a traceback
-    if hasattr(sys.stdout, "reconfigure"):
-        sys.stdout.reconfigure(errors="surrogateescape")
+    # a path that is not UTF-8 is printed as the bytes it is, as ls
+    # prints it, not as a traceback (textio.py)
+    textio.reconfigure(sys.stdout)
     try:
         status = _main(argv)
     except SystemExit as e:   # argparse's --help and errors

@@ -11,6 +11,7 @@ import tempfile
 
 from . import (csvout, flamegraph, folded, jsonout, pprofout, profiledoc,
                ranking, sitestacks, table, timeline)
+from .. import textio
 from ..errors import UsageError
 
 
@@ -56,10 +57,9 @@ class Files:
         self.pending = []   # (temporary path, final path)
         self.direct = []
 
-    def open(self, path, mode, errors="surrogateescape"):
+    def open(self, path, mode, errors=textio.ERRORS):
         """errors: what a text file does with a name that is not UTF-8
-        (a path's bytes, decoded with surrogateescape): written back as
-        the bytes it was, by default."""
+        (textio.py): written back as the bytes it was, by default."""
         text = {} if "b" in mode else {"encoding": "utf-8",
                                        "errors": errors}
         final = os.path.realpath(path)
@@ -162,7 +162,7 @@ def _write(report, opts, out, files):
         # UTF-8: U+FFFD for them there; elsewhere the bytes themselves
         with files.open(path, "wb" if binary else "w",
                         errors="replace" if kind == "svg"
-                        else "surrogateescape") as f:
+                        else textio.ERRORS) as f:
             if binary or isinstance(data, str):
                 f.write(data)
             else:   # its pieces, written one at a time

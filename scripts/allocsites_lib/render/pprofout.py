@@ -26,6 +26,8 @@ embedded Python has no protobuf module."""
 
 import gzip
 
+from .. import textio
+
 
 # profile.proto field numbers
 P_SAMPLE_TYPE, P_SAMPLE, P_MAPPING, P_LOCATION, P_FUNCTION = 1, 2, 3, 4, 5
@@ -242,19 +244,10 @@ def encode(pprof, mode, sample_bytes=0):
     if pprof["duration_nanos"]:
         out.append(_int(P_DURATION_NANOS, pprof["duration_nanos"]))
     # The string table last: every string above is in it by now.
-    out.append(b"".join(_bytes(P_STRINGS, _utf8(s))
+    # UTF-8, as profile.proto's strings must be (textio.utf8)
+    out.append(b"".join(_bytes(P_STRINGS, textio.utf8(s))
                         for s in strings.table))
     return gzip.compress(b"".join(out), mtime=0)
-
-
-def _utf8(s):
-    """s as UTF-8, as profile.proto's strings must be: the bytes of a
-    path that is not UTF-8 (kept in s by surrogateescape) become U+FFFD."""
-    try:
-        return s.encode("utf-8")
-    except UnicodeEncodeError:
-        return s.encode("utf-8", "surrogateescape").decode(
-            "utf-8", "replace").encode("utf-8")
 
 
 def render_pprof(report):
