@@ -43,3 +43,14 @@ def utf8(text):
     except UnicodeEncodeError:
         return text.encode("utf-8", ERRORS).decode(
             "utf-8", "replace").encode("utf-8")
+
+
+_CONTROL = {c: "\\x%02x" % c for c in list(range(0x20)) + [0x7f]}
+
+
+def printable(name):
+    """A name someone else's bytes gave (a tag's in a binary, a guest
+    file's or function's from the traced program) with its control
+    characters escaped (\\x0a): a newline in one split the table's row
+    and the folded line."""
+    return name.translate(_CONTROL)

@@ -184,6 +184,14 @@ class Splicing(unittest.TestCase):
         view = guest.GuestView({5: (6, 1, "a", "f"), 6: (5, 2, "a", "g")})
         self.assertEqual([f.function for f in view.frames(5)], ["f", "g"])
 
+    def test_names_with_control_characters_are_escaped(self):
+        # Lua's load(code, "=chunk\nname"): a newline split the table's
+        # row; None names are "?"
+        view = guest.GuestView({5: (6, 1, "=chunk\nname\t", "f\x7f"),
+                                6: (0, 2, None, None)})
+        self.assertEqual([(f.file, f.function) for f in view.frames(5)],
+                         [("=chunk\\x0aname\\x09", "f\\x7f"), ("?", "?")])
+
     def test_pprof_locations_are_the_spliced_frames(self):
         t = self.tally()
         view = guest.GuestView(DEFS, "^luaV_execute$")

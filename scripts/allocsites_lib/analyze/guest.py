@@ -21,6 +21,7 @@ site, so the guest frames sit on top of the native stack).
 
 import re
 
+from .. import textio
 from .symbolize import Frame, bare_function
 
 GUEST_DSO = "[guest]"
@@ -56,7 +57,9 @@ class GuestView:
                 out.append(Frame("[guest %d]" % at, "", 0, GUEST_DSO, False))
                 break
             parent, line, source, function = d
-            out.append(Frame(function or "?", source or "?", line,
+            # names the traced program gave: control characters escaped
+            out.append(Frame(textio.printable(function or "?"),
+                             textio.printable(source or "?"), line,
                              GUEST_DSO, False))
             at = parent
         got = self._frames[gid] = tuple(out)

@@ -16,6 +16,8 @@ import os
 import stat
 import struct
 
+from .. import textio
+
 ET_EXEC = 2
 ET_DYN = 3
 PT_LOAD = 1
@@ -281,22 +283,12 @@ def tag_names(elf, section=".rt_tags"):
         tag, n = struct.unpack_from("<II", blob, off)
         if n == 0 or off + 8 + n > len(blob):
             break
-        name = _printable(blob[off + 8:off + 8 + n].split(b"\0")[0].decode(
+        name = textio.printable(blob[off + 8:off + 8 + n].split(b"\0")[0].decode(
             "utf-8", "replace"))
         if name:   # "": the tag keeps its number
             names[tag] = name
         off += 8 + ((n + 3) & ~3)
     return names
-
-
-_CONTROL = {c: "\\x%02x" % c for c in list(range(0x20)) + [0x7f]}
-
-
-def _printable(name):
-    """A name from a binary with its control characters escaped (\\x0a):
-    a newline in RT_TAG_NAME's string split the table's row and the
-    folded line."""
-    return name.translate(_CONTROL)
 
 
 def skip_patterns(elf, section=".rt_skip"):
