@@ -183,6 +183,14 @@ class SymbolizerFakeTest(unittest.TestCase):
         self.assertEqual(self.sym.frames(raw(0x1000)), (Frame("f", "/src/x.c", 9, APP, False),))
         self.assertEqual(self.a2l.calls, [(APP, [0x1000])])
 
+    def test_control_characters_in_a_binarys_names_escaped(self):
+        # a newline in a symbol or a source path (a hostile binary) split
+        # the table's row and the folded line
+        self.answer(APP, 0x1000, ("f\nx", "/src/a\tb.c", 9))
+        self.assertEqual(self.sym.frames(raw(0x1000)),
+                         (Frame("f\\x0ax", "/src/a\\x09b.c", 9, APP,
+                                False),))
+
     def test_elf_opened_once_per_dso(self):
         self.sym.resolve([raw(0x1000)])
         self.sym.resolve([raw(0x1010)])

@@ -30,6 +30,7 @@ import subprocess
 import threading
 
 from ..read import elf as elfmod
+from ..textio import printable
 from ..read import parse
 
 # One source-level frame. line 0 = unknown. inlined: True when this frame
@@ -340,9 +341,12 @@ class Symbolizer:
             return None
         out = []
         for i, (function, path, line) in enumerate(answer):
-            name = function or raw.sym or "[unknown]"
-            out.append(Frame(name, path or raw.dso, line if path else 0,
-                             raw.dso, i < len(answer) - 1))
+            # a binary's strings: a control character in one would split
+            # the table's row and the folded line (textio.printable)
+            name = printable(function or raw.sym or "[unknown]")
+            out.append(Frame(name, printable(path) if path else raw.dso,
+                             line if path else 0, raw.dso,
+                             i < len(answer) - 1))
         return tuple(out)
 
     @staticmethod
@@ -366,8 +370,8 @@ class Symbolizer:
                                                 raw.ip or 0),
                          raw.dso, 0, raw.dso, False)
         if raw.sym:
-            return Frame("%s+0x%x" % (raw.sym, raw.off or 0), raw.dso, 0,
-                         raw.dso, False)
+            return Frame("%s+0x%x" % (printable(raw.sym), raw.off or 0),
+                         raw.dso, 0, raw.dso, False)
         return Frame("%s+0x%x" % (os.path.basename(raw.dso),
                                   raw.addr if link is None else link),
                      raw.dso, 0, raw.dso, False)
