@@ -282,9 +282,14 @@ __extension__ typedef unsigned long long rt__u64;
 #define RT__SITE "990: nop\n"
 #define RT__SITE_IN
 #endif
-#define RT__SDT_NOTE(name, args) RT__SITE RT__SDT_DESC(name, args)
+/* The probe's name comes as a string literal ("free"), never as a bare
+ * word: a program that says `#define free pma_free` (gawk does, for its
+ * persistent allocator) would have the word replaced on its way through
+ * these macros, and its probes would name rt_pma_free_semaphore, which
+ * no one defines (a link error, found building gawk 5.2.1). */
+#define RT__SDT_NOTE(sname, args) RT__SITE RT__SDT_DESC(sname, args)
 /* the note alone, for a site of its own (RT__PROBE0) */
-#define RT__SDT_DESC(name, args)                                              \
+#define RT__SDT_DESC(sname, args)                                             \
     ".pushsection .note.stapsdt,\"?\",\"note\"\n"                            \
     ".balign 4\n"                                                             \
     ".4byte 992f-991f, 994f-993f, 3\n"                                        \
@@ -292,9 +297,9 @@ __extension__ typedef unsigned long long rt__u64;
     "992: .balign 4\n"                                                        \
     "993: .8byte 990b\n"                                                      \
     ".8byte _.stapsdt.base\n"                                                 \
-    ".8byte rt_" #name "_semaphore\n"                                         \
+    ".8byte rt_" sname "_semaphore\n"                                         \
     ".asciz \"rt\"\n"                                                         \
-    ".asciz \"" #name "\"\n"                                                  \
+    ".asciz \"" sname "\"\n"                                                  \
     ".asciz \"" args "\"\n"                                                   \
     "994: .balign 4\n"                                                        \
     ".popsection\n"                                                           \
@@ -309,7 +314,7 @@ __extension__ typedef unsigned long long rt__u64;
 /* rt:alloc: (ptr, size, tag, guest) */
 #define RT__PROBE_ALLOC(ptr, size, tag, guest)                                \
     __asm__ __volatile__(                                                     \
-        RT__SDT_NOTE(alloc, "8@%[p] 8@%[s] 4@%[t] 8@%[g]")                   \
+        RT__SDT_NOTE("alloc", "8@%[p] 8@%[s] 4@%[t] 8@%[g]")                 \
         : : [p] "r"((rt__u64)(size_t)(ptr)),                                  \
             [s] "r"((rt__u64)(size)), [t] "r"((unsigned int)(tag)),            \
             [g] "r"((rt__u64)(guest)) RT__SITE_IN)
@@ -318,7 +323,7 @@ __extension__ typedef unsigned long long rt__u64;
  * (a fetch argument +0(%reg):string) */
 #define RT__PROBE_GUEST(id, parent, line, source, function)                   \
     __asm__ __volatile__(                                                     \
-        RT__SDT_NOTE(guest, "8@%[i] 8@%[pa] 8@%[l] 8@%[s] 8@%[f]")           \
+        RT__SDT_NOTE("guest", "8@%[i] 8@%[pa] 8@%[l] 8@%[s] 8@%[f]")         \
         : : [i] "r"((rt__u64)(id)),                                           \
             [pa] "r"((rt__u64)(parent)),                                      \
             [l] "r"((rt__u64)(line)),                                         \
@@ -326,9 +331,9 @@ __extension__ typedef unsigned long long rt__u64;
             [f] "r"((rt__u64)(size_t)(const char *)(function))              \
             RT__SITE_IN)
 /* rt:free: (ptr, size, tag) */
-#define RT__PROBE3(name, ptr, size, tag)                                      \
+#define RT__PROBE3(sname, ptr, size, tag)                                     \
     __asm__ __volatile__(                                                     \
-        RT__SDT_NOTE(name, "8@%[p] 8@%[s] 4@%[t]")                           \
+        RT__SDT_NOTE(sname, "8@%[p] 8@%[s] 4@%[t]")                          \
         : : [p] "r"((rt__u64)(size_t)(ptr)),                                  \
             [s] "r"((rt__u64)(size)), [t] "r"((unsigned int)(tag))            \
             RT__SITE_IN)
@@ -339,7 +344,7 @@ __extension__ typedef unsigned long long rt__u64;
  * rt:alloc's. */
 #define RT__PROBE_SAMPLE(ptr, size, tag, weight, rate, phase, guest)          \
     __asm__ __volatile__(                                                     \
-        RT__SDT_NOTE(sample,                                                  \
+        RT__SDT_NOTE("sample",                                                \
                      "8@%[p] 8@%[s] 4@%[t] 8@%[w] 8@%[r] 8@%[ph] 8@%[g]")     \
         : : [p] "r"((rt__u64)(size_t)(ptr)),                                  \
             [s] "r"((rt__u64)(size)), [t] "r"((unsigned int)(tag)),            \
@@ -349,23 +354,24 @@ __extension__ typedef unsigned long long rt__u64;
             [g] "r"((rt__u64)(guest)) RT__SITE_IN)
 /* rt:release, rt:commit, rt:decommit, rt:sample_free: two 8-byte
  * arguments (an address and a length or weight). */
-#define RT__PROBE2(name, first, second)                                       \
+#define RT__PROBE2(sname, first, second)                                      \
     __asm__ __volatile__(                                                     \
-        RT__SDT_NOTE(name, "8@%[a] 8@%[b]")                                  \
+        RT__SDT_NOTE(sname, "8@%[a] 8@%[b]")                                 \
         : : [a] "r"((rt__u64)(size_t)(first)),                                \
             [b] "r"((rt__u64)(second)) RT__SITE_IN)
 /* rt:phase_track: no arguments; never fires (docs/probes.md, "Phases in
  * sampled mode") */
-#define RT__PROBE0(name) __asm__ __volatile__("990: nop\n" RT__SDT_DESC(name, ""))
+#define RT__PROBE0(sname)                                                     \
+    __asm__ __volatile__("990: nop\n" RT__SDT_DESC(sname, ""))
 /* rt:phase_begin, rt:phase_end: (id), 4 bytes */
-#define RT__PROBE_ID(name, id)                                                \
-    __asm__ __volatile__(RT__SDT_NOTE(name, "4@%[i]")                        \
+#define RT__PROBE_ID(sname, id)                                               \
+    __asm__ __volatile__(RT__SDT_NOTE(sname, "4@%[i]")                       \
                          : : [i] "r"((unsigned int)(id)) RT__SITE_IN)
 /* rt:exit: (allocs, frees, samples, sample_frees, releases, commits,
  * phases, untracked); n points to the eight counts. */
 #define RT__PROBE_EXIT(n)                                                     \
     __asm__ __volatile__(                                                     \
-        RT__SDT_NOTE(exit, "8@%[a] 8@%[f] 8@%[s] 8@%[sf] 8@%[r] 8@%[c] "    \
+        RT__SDT_NOTE("exit", "8@%[a] 8@%[f] 8@%[s] 8@%[sf] 8@%[r] 8@%[c] "  \
                            "8@%[ph] 8@%[u]")                                 \
         : : [a] "r"((n)[0]), [f] "r"((n)[1]), [s] "r"((n)[2]),                \
             [sf] "r"((n)[3]), [r] "r"((n)[4]), [c] "r"((n)[5]),               \
@@ -607,7 +613,7 @@ static __inline__ void rt__phase_note_sample(void)
 
 #include "rt_sampler.h"
 
-#define RT__FIRE(probe, ptr, size, tag) RT__PROBE3(probe, ptr, size, tag);
+#define RT__FIRE(sname, ptr, size, tag) RT__PROBE3(sname, ptr, size, tag);
 
 #include "rt_exit.h"
 #include "rt_live.h"
@@ -661,7 +667,7 @@ rt__phase_watch(void)
 /* The site of rt:phase_track: never called. Its note gives record a
  * uprobe to set, and with it the semaphore the phase markers test. */
 static void rt__phase_track_site(void) __attribute__((used, cold, noinline));
-static void rt__phase_track_site(void) { RT__PROBE0(phase_track); }
+static void rt__phase_track_site(void) { RT__PROBE0("phase_track"); }
 
 /* The sampled stream's probe sits here, in the allocator's own body like
  * rt:alloc, so both events share one call-site rule (the first frame
@@ -711,13 +717,13 @@ static void rt__phase_track_site(void) { RT__PROBE0(phase_track); }
             rt__u64 rt__size = (rt__u64)(size);                               \
             unsigned int rt__tag = (unsigned int)(tag);                       \
             if (RT_FREE_ENABLED()) {                                          \
-                RT__FIRE(free, rt__p, rt__size, rt__tag)                      \
+                RT__FIRE("free", rt__p, rt__size, rt__tag)                    \
                 rt__count(RT__FIRED_FREE);                                    \
             }                                                                 \
             if (rt__on(&rt_sample_free_semaphore)) {                          \
                 rt__u64 rt__w = rt__live_remove(rt__p);                       \
                 if (rt__w) {                                                  \
-                    RT__PROBE2(sample_free, rt__p, rt__w);                    \
+                    RT__PROBE2("sample_free", rt__p, rt__w);                  \
                     rt__count(RT__FIRED_SAMPLE_FREE);                         \
                 }                                                             \
             }                                                                 \
@@ -756,42 +762,46 @@ static void rt__phase_track_site(void) { RT__PROBE0(phase_track); }
             rt__u64 rt__b = (rt__u64)(size_t)(base);                          \
             rt__u64 rt__l = (rt__u64)(len);                                   \
             if (rt__on(&rt_release_semaphore)) {                              \
-                RT__PROBE2(release, rt__b, rt__l);                            \
+                RT__PROBE2("release", rt__b, rt__l);                          \
                 rt__count(RT__FIRED_RELEASE);                                 \
             }                                                                 \
             if (rt__on(&rt_sample_free_semaphore))                            \
                 (void)rt__live_purge_call(rt__b, rt__l);                      \
         }                                                                     \
     } while (0)
-#define RT__SIMPLE2(name, a, b, counter)                                      \
+/* name only beside ## (never replaced by a macro of that name), sname
+ * the same as a string (RT__SDT_NOTE) */
+#define RT__SIMPLE2(name, sname, a, b, counter)                               \
     do {                                                                      \
         if (rt__on(&rt_##name##_semaphore)) {                                 \
-            RT__PROBE2(name, a, b);                                           \
+            RT__PROBE2(sname, a, b);                                          \
             rt__count(counter);                                               \
         }                                                                     \
     } while (0)
-#define RT_COMMIT(ptr, size) RT__SIMPLE2(commit, ptr, size, RT__FIRED_COMMIT)
+#define RT_COMMIT(ptr, size)                                                  \
+    RT__SIMPLE2(commit, "commit", ptr, size, RT__FIRED_COMMIT)
 #define RT_DECOMMIT(ptr, size)                                                \
-    RT__SIMPLE2(decommit, ptr, size, RT__FIRED_COMMIT)
+    RT__SIMPLE2(decommit, "decommit", ptr, size, RT__FIRED_COMMIT)
 /* Phases: while rt:phase_begin and rt:phase_end are recorded (exact
  * mode), each marker fires its event; while rt:phase_track is (sampled
  * mode), it keeps the thread's phase stack instead (rt__phase_push/pop,
  * no trap), and rt:sample carries the innermost phase. One test of the
  * three semaphores when nothing records. */
-#define RT__PHASE(name, id, track)                                            \
+#define RT__PHASE(name, sname, id, track)                                     \
     do {                                                                      \
         if (rt__on64(&rt__phase_semaphores)) {                                \
             unsigned int rt__id = (unsigned int)(id);                         \
             if (rt__on(&rt_##name##_semaphore)) {                             \
-                RT__PROBE_ID(name, rt__id);                                   \
+                RT__PROBE_ID(sname, rt__id);                                  \
                 rt__count(RT__FIRED_PHASE);                                   \
             }                                                                 \
             if (rt__on(&rt_phase_track_semaphore))                            \
                 track(rt__id);                                                \
         }                                                                     \
     } while (0)
-#define RT_PHASE_BEGIN(id) RT__PHASE(phase_begin, id, rt__phase_push)
-#define RT_PHASE_END(id) RT__PHASE(phase_end, id, rt__phase_pop)
+#define RT_PHASE_BEGIN(id)                                                    \
+    RT__PHASE(phase_begin, "phase_begin", id, rt__phase_push)
+#define RT_PHASE_END(id) RT__PHASE(phase_end, "phase_end", id, rt__phase_pop)
 /* RT_EXIT(): fire rt:exit now, for a process about to end without
  * exit() (a forked child's _exit, an exec, a runtime such as Go's that
  * leaves without running C destructors): without it the report cannot

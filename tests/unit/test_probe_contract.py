@@ -319,6 +319,36 @@ class ProbeContract(unittest.TestCase):
                                compiler=compiler)
                 self.assertEqual(signature(prog), want)
 
+    def test_probe_names_the_program_defines_as_macros(self):
+        # gawk 5.2 says `#define free pma_free` before its allocator's
+        # code: the word passed through the header's macros became
+        # pma_free, the notes named rt_pma_free_semaphore and the link
+        # failed. Every probe's name defined as a macro, in C and C++:
+        # the same notes as without.
+        names = ("alloc", "free", "sample", "sample_free", "release",
+                 "commit", "decommit", "phase_begin", "phase_end",
+                 "phase_track", "exit", "guest")
+        # after the system headers, as such a program has them (C++'s
+        # <cstdlib> cannot take a macro named free or exit)
+        macros = "#include <stdlib.h>\n#include <pthread.h>\n" \
+            "#include <sys/mman.h>\n#include <sys/auxv.h>\n" + "".join(
+                "#define %s my_%s\n" % (n, n) for n in names)
+        body = {"sample": "RT_REALLOC(ptr, ptr, size, tag); RT_EXIT();",
+                "guest": GUEST_H}
+        plain = USE % dict(body, include='#include "rt_probes.h"')
+        hostile = USE % dict(body, include=macros +
+                             '#include "rt_probes.h"')
+        # the test's own code says "weight"; none of the names
+        self.assertNotIn("my_", plain)
+        for compiler, std in (("gcc", "-std=c99"), ("g++", "-std=c++11")):
+            with self.subTest(compiler=compiler):
+                want = signature(self.cc(plain, "plain_" + compiler, std,
+                                         compiler=compiler))
+                got = signature(self.cc(hostile, "macros_" + compiler, std,
+                                        compiler=compiler))
+                self.assertEqual(got, want)
+                self.assertEqual({n for _, n in got}, set(names))
+
     def test_users_strictest_flags_would_see_the_header(self):
         # the test above can fail: with RT_PROBES_WARNINGS the same
         # flags do report the header's code (its C casts, in C++)
