@@ -233,8 +233,11 @@ __extension__ typedef unsigned long long rt__u64;
  * Arguments are always registers ("r"): perf cannot translate constants
  * or memory operands and drops such an argument silently. Sizes are fixed
  * by the casts of the contract (8-byte unsigned, 4-byte unsigned tag);
- * %[name] prints the register in the operand's size (%rax / %r12d,
- * x0 / w0). 64-bit targets only (the note's addresses are .8byte). */
+ * %[rt_name] prints the register in the operand's size (%rax / %r12d,
+ * x0 / w0); the operands' names start with rt_ because a name in
+ * brackets is a word the preprocessor replaces, and a program may have a
+ * macro named p or s. 64-bit targets only (the note's addresses are
+ * .8byte). */
 #if !defined(__LP64__)
 #error "rt_probes.h: the probes are written for 64-bit targets (LP64); build with -DRT_PROBES_DISABLE elsewhere"
 #endif
@@ -314,28 +317,29 @@ __extension__ typedef unsigned long long rt__u64;
 /* rt:alloc: (ptr, size, tag, guest) */
 #define RT__PROBE_ALLOC(ptr, size, tag, guest)                                \
     __asm__ __volatile__(                                                     \
-        RT__SDT_NOTE("alloc", "8@%[p] 8@%[s] 4@%[t] 8@%[g]")                 \
-        : : [p] "r"((rt__u64)(size_t)(ptr)),                                  \
-            [s] "r"((rt__u64)(size)), [t] "r"((unsigned int)(tag)),            \
-            [g] "r"((rt__u64)(guest)) RT__SITE_IN)
+        RT__SDT_NOTE("alloc", "8@%[rt_p] 8@%[rt_s] 4@%[rt_t] 8@%[rt_g]")      \
+        : : [rt_p] "r"((rt__u64)(size_t)(ptr)),                               \
+            [rt_s] "r"((rt__u64)(size)), [rt_t] "r"((unsigned int)(tag)),     \
+            [rt_g] "r"((rt__u64)(guest)) RT__SITE_IN)
 /* rt:guest: (id, parent, line, source, function), the two names as
  * pointers to NUL-terminated strings, which the recorder's uprobe copies
  * (a fetch argument +0(%reg):string) */
 #define RT__PROBE_GUEST(id, parent, line, source, function)                   \
     __asm__ __volatile__(                                                     \
-        RT__SDT_NOTE("guest", "8@%[i] 8@%[pa] 8@%[l] 8@%[s] 8@%[f]")         \
-        : : [i] "r"((rt__u64)(id)),                                           \
-            [pa] "r"((rt__u64)(parent)),                                      \
-            [l] "r"((rt__u64)(line)),                                         \
-            [s] "r"((rt__u64)(size_t)(const char *)(source)),                 \
-            [f] "r"((rt__u64)(size_t)(const char *)(function))              \
+        RT__SDT_NOTE("guest", "8@%[rt_i] 8@%[rt_pa] 8@%[rt_l] "               \
+                              "8@%[rt_s] 8@%[rt_f]")                          \
+        : : [rt_i] "r"((rt__u64)(id)),                                        \
+            [rt_pa] "r"((rt__u64)(parent)),                                   \
+            [rt_l] "r"((rt__u64)(line)),                                      \
+            [rt_s] "r"((rt__u64)(size_t)(const char *)(source)),              \
+            [rt_f] "r"((rt__u64)(size_t)(const char *)(function))             \
             RT__SITE_IN)
 /* rt:free: (ptr, size, tag) */
 #define RT__PROBE3(sname, ptr, size, tag)                                     \
     __asm__ __volatile__(                                                     \
-        RT__SDT_NOTE(sname, "8@%[p] 8@%[s] 4@%[t]")                          \
-        : : [p] "r"((rt__u64)(size_t)(ptr)),                                  \
-            [s] "r"((rt__u64)(size)), [t] "r"((unsigned int)(tag))            \
+        RT__SDT_NOTE(sname, "8@%[rt_p] 8@%[rt_s] 4@%[rt_t]")                  \
+        : : [rt_p] "r"((rt__u64)(size_t)(ptr)),                               \
+            [rt_s] "r"((rt__u64)(size)), [rt_t] "r"((unsigned int)(tag))      \
             RT__SITE_IN)
 /* rt:sample: (ptr, size, tag, weight, rate, phase, guest); rate is R,
  * the mean bytes between samples, so the report need not guess it from
@@ -345,37 +349,39 @@ __extension__ typedef unsigned long long rt__u64;
 #define RT__PROBE_SAMPLE(ptr, size, tag, weight, rate, phase, guest)          \
     __asm__ __volatile__(                                                     \
         RT__SDT_NOTE("sample",                                                \
-                     "8@%[p] 8@%[s] 4@%[t] 8@%[w] 8@%[r] 8@%[ph] 8@%[g]")     \
-        : : [p] "r"((rt__u64)(size_t)(ptr)),                                  \
-            [s] "r"((rt__u64)(size)), [t] "r"((unsigned int)(tag)),            \
-            [w] "r"((rt__u64)(weight)),                                       \
-            [r] "r"((rt__u64)(rate)),                                         \
-            [ph] "r"((rt__u64)(phase)),                                       \
-            [g] "r"((rt__u64)(guest)) RT__SITE_IN)
+                     "8@%[rt_p] 8@%[rt_s] 4@%[rt_t] 8@%[rt_w] 8@%[rt_r] "     \
+                     "8@%[rt_ph] 8@%[rt_g]")                                  \
+        : : [rt_p] "r"((rt__u64)(size_t)(ptr)),                               \
+            [rt_s] "r"((rt__u64)(size)), [rt_t] "r"((unsigned int)(tag)),     \
+            [rt_w] "r"((rt__u64)(weight)),                                    \
+            [rt_r] "r"((rt__u64)(rate)),                                      \
+            [rt_ph] "r"((rt__u64)(phase)),                                    \
+            [rt_g] "r"((rt__u64)(guest)) RT__SITE_IN)
 /* rt:release, rt:commit, rt:decommit, rt:sample_free: two 8-byte
  * arguments (an address and a length or weight). */
 #define RT__PROBE2(sname, first, second)                                      \
     __asm__ __volatile__(                                                     \
-        RT__SDT_NOTE(sname, "8@%[a] 8@%[b]")                                 \
-        : : [a] "r"((rt__u64)(size_t)(first)),                                \
-            [b] "r"((rt__u64)(second)) RT__SITE_IN)
+        RT__SDT_NOTE(sname, "8@%[rt_a] 8@%[rt_b]")                            \
+        : : [rt_a] "r"((rt__u64)(size_t)(first)),                             \
+            [rt_b] "r"((rt__u64)(second)) RT__SITE_IN)
 /* rt:phase_track: no arguments; never fires (docs/probes.md, "Phases in
  * sampled mode") */
 #define RT__PROBE0(sname)                                                     \
     __asm__ __volatile__("990: nop\n" RT__SDT_DESC(sname, ""))
 /* rt:phase_begin, rt:phase_end: (id), 4 bytes */
 #define RT__PROBE_ID(sname, id)                                               \
-    __asm__ __volatile__(RT__SDT_NOTE(sname, "4@%[i]")                       \
-                         : : [i] "r"((unsigned int)(id)) RT__SITE_IN)
+    __asm__ __volatile__(RT__SDT_NOTE(sname, "4@%[rt_i]")                     \
+                         : : [rt_i] "r"((unsigned int)(id)) RT__SITE_IN)
 /* rt:exit: (allocs, frees, samples, sample_frees, releases, commits,
  * phases, untracked); n points to the eight counts. */
 #define RT__PROBE_EXIT(n)                                                     \
     __asm__ __volatile__(                                                     \
-        RT__SDT_NOTE("exit", "8@%[a] 8@%[f] 8@%[s] 8@%[sf] 8@%[r] 8@%[c] "  \
-                           "8@%[ph] 8@%[u]")                                 \
-        : : [a] "r"((n)[0]), [f] "r"((n)[1]), [s] "r"((n)[2]),                \
-            [sf] "r"((n)[3]), [r] "r"((n)[4]), [c] "r"((n)[5]),               \
-            [ph] "r"((n)[6]), [u] "r"((n)[7]) RT__SITE_IN)
+        RT__SDT_NOTE("exit", "8@%[rt_a] 8@%[rt_f] 8@%[rt_s] 8@%[rt_sf] "      \
+                             "8@%[rt_r] 8@%[rt_c] "                           \
+                             "8@%[rt_ph] 8@%[rt_u]")                          \
+        : : [rt_a] "r"((n)[0]), [rt_f] "r"((n)[1]), [rt_s] "r"((n)[2]),       \
+            [rt_sf] "r"((n)[3]), [rt_r] "r"((n)[4]), [rt_c] "r"((n)[5]),      \
+            [rt_ph] "r"((n)[6]), [rt_u] "r"((n)[7]) RT__SITE_IN)
 
 /* The semaphores. sys/sdt.h names them <provider>_<probe>_semaphore and
  * perf computes the kernel's ref_ctr_offset from the ELF section that must
