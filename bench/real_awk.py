@@ -35,7 +35,6 @@ temporary directory, removed at the end (--keep DIR: kept). Run as root
 import functools
 import os
 import shutil
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -128,18 +127,8 @@ def build(source, work, jobs):
 
 def record(gawk, work, data):
     """The workload under allocsites record; returns record's stderr."""
-    script = os.path.join(work, "workload.awk")
-    with open(script, "w") as f:
-        f.write(WORKLOAD)
-    say("record the workload")
-    rec = subprocess.run(bothreaders.ALLOCSITES + [
-        "record", "-o", data, "--", gawk, "-f", script], cwd=work,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        universal_newlines=True)
-    if rec.returncode != 0:
-        raise SystemExit("real_awk: allocsites record failed (exit %d):\n%s"
-                         % (rec.returncode, rec.stderr[-3000:]))
-    return rec.stderr
+    return bothreaders.record_script("real_awk", work, data, WORKLOAD,
+                                     "workload.awk", [gawk, "-f"], work)
 
 
 def main():

@@ -38,7 +38,6 @@ Run as root (perf), after `make all`.
 import functools
 import os
 import shutil
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -166,18 +165,9 @@ def build(source, work, jobs):
 
 def record(tree, work, data):
     """The workload under allocsites record; returns record's stderr."""
-    script = os.path.join(work, "workload.py")
-    with open(script, "w") as f:
-        f.write(WORKLOAD)
-    say("record the workload")
-    rec = subprocess.run(bothreaders.ALLOCSITES + [
-        "record", "-o", data, "--", os.path.join(tree, "python"), script],
-        cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        universal_newlines=True)
-    if rec.returncode != 0:
-        raise SystemExit("real_interpreter: allocsites record failed (exit "
-                         "%d):\n%s" % (rec.returncode, rec.stderr[-3000:]))
-    return rec.stderr
+    return bothreaders.record_script("real_interpreter", work, data,
+                                     WORKLOAD, "workload.py",
+                                     [os.path.join(tree, "python")], tree)
 
 
 def main():

@@ -82,6 +82,25 @@ def frame_by_frame(data):
     return len(p_side), bad, dict(notes), first
 
 
+def record_script(who, work, data, workload, filename, argv, cwd):
+    """workload written to work/filename, then `allocsites record -o
+    data -- ARGV FILE` in cwd (argv: the interpreter and its options
+    before the script); returns record's stderr, or stops with its end
+    when record fails."""
+    script = os.path.join(work, filename)
+    with open(script, "w") as f:
+        f.write(workload)
+    debsource.progress(who)("record the workload")
+    rec = subprocess.run(ALLOCSITES + ["record", "-o", data, "--"] +
+                         list(argv) + [script], cwd=cwd,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True)
+    if rec.returncode != 0:
+        raise SystemExit("%s: allocsites record failed (exit %d):\n%s"
+                         % (who, rec.returncode, rec.stderr[-3000:]))
+    return rec.stderr
+
+
 def compare_and_print(data, work, rec_err, who):
     """Both reports and the frame-by-frame comparison of data, printed as
     the rows of a Markdown table (after its header); returns 0 when the
