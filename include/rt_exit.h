@@ -55,20 +55,21 @@ void rt__fork_child(void);
 void rt__exit_init(void);
 void rt__exit_padding(void);
 void rt__exit_fire(void);
-__attribute__((weak, visibility("hidden"))) unsigned long long rt__fired[RT__FIRED_KINDS];
+RT__SHARED unsigned long long rt__fired[RT__FIRED_KINDS];
 /* 1 once the fork handler is registered, 2 once rt:exit has fired: the
  * constructor and the destructor below are listed once per translation
  * unit that includes this header, and must act once per ELF file. */
-__attribute__((weak, visibility("hidden"))) int rt__exit_state;
+RT__SHARED int rt__exit_state;
 
 #define rt__count(kind)                                                       \
     ((void)__atomic_fetch_add(&rt__fired[kind], 1, __ATOMIC_RELAXED))
 
 /* rt_live.h: the child's sampled pointer table starts empty too. */
 void rt__live_fork_child(void)
-    __attribute__((weak, visibility("hidden"), noinline, used));
+    RT__OUTLINE;
 
-__attribute__((weak, visibility("hidden"), used)) void rt__fork_child(void)
+__attribute__((__weak__, __visibility__("hidden"), __used__))
+void rt__fork_child(void)
 {
     int i;
     for (i = 0; i < RT__FIRED_KINDS; i++)
@@ -76,7 +77,7 @@ __attribute__((weak, visibility("hidden"), used)) void rt__fork_child(void)
     rt__live_fork_child();
 }
 
-__attribute__((weak, visibility("hidden"), constructor, used)) void
+RT__SHARED __attribute__((__constructor__, __used__)) void
 rt__exit_init(void)
 {
     if (rt__exit_state == 0) {
@@ -96,7 +97,7 @@ rt__exit_init(void)
  * -z and silent loss"). Costs ~3 ms at exit, only while rt:exit is
  * recorded. */
 #define RT__EXIT_PADDING 1536
-__attribute__((weak, visibility("hidden"), noinline, used)) void
+RT__OUTLINE void
 rt__exit_padding(void)
 {
     unsigned long long pad[RT__FIRED_KINDS];
@@ -107,7 +108,7 @@ rt__exit_padding(void)
         RT__PROBE_EXIT(pad);
 }
 
-__attribute__((weak, visibility("hidden"), destructor(101), used)) void
+RT__SHARED __attribute__((__destructor__(101), __used__)) void
 rt__exit_fire(void)
 {
     if (rt__exit_state != 2) {

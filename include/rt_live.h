@@ -12,7 +12,7 @@
  *
  * The table. 2^16 slots in 2^13 buckets of 8: a bucket's 8 keys are one
  * 64-byte cache line, the weights a parallel array touched only on a hit,
- * and a byte per bucket says whether it may hold anything (used[]: a miss
+ * and a byte per bucket says whether it may hold anything (rt__used[]: a miss
  * in an empty bucket reads that byte only). 1 MiB + 8 KiB, mapped with mmap on the first insert (never malloc: the
  * allocator being profiled may be malloc), published with a CAS; never
  * unmapped but in a forked child, which starts empty like its counts.
@@ -79,7 +79,7 @@ struct rt__live {
     /* per bucket, at least the number of its entries (see below): 0 lets
      * a lookup miss without reading the bucket. 8 KiB, keeping key
      * 64-byte aligned. */
-    unsigned char used[1 << RT_LIVE_BUCKET_BITS];
+    unsigned char rt__used[1 << RT_LIVE_BUCKET_BITS];
     unsigned long long key[RT_LIVE_SLOTS];    /* pointer; 0 = empty */
     unsigned long long weight[RT_LIVE_SLOTS]; /* its sample's weight */
 };
@@ -91,8 +91,8 @@ extern "C" {
  * in it (lets RT_RELEASE skip the scan of an empty table). */
 extern struct rt__live *rt__live_table;
 extern unsigned long long rt__live_count;
-__attribute__((weak, visibility("hidden"))) struct rt__live *rt__live_table;
-__attribute__((weak, visibility("hidden"))) unsigned long long rt__live_count;
+RT__SHARED struct rt__live *rt__live_table;
+RT__SHARED unsigned long long rt__live_count;
 #ifdef __cplusplus
 }
 #endif
@@ -111,15 +111,15 @@ extern "C" {
  * RT_RELEASE call them through RT__DEFINE_CALL2 (rt_sampler.h), so that
  * the call costs the path where nothing records nothing. */
 unsigned long long rt__live_insert(unsigned long long p, unsigned long long w)
-    __attribute__((weak, visibility("hidden"), noinline, used));
+    RT__OUTLINE;
 unsigned long long rt__live_purge(unsigned long long base,
                                   unsigned long long len)
-    __attribute__((weak, visibility("hidden"), noinline, used));
+    RT__OUTLINE;
 /* rt__live_fork_child is declared in rt_exit.h, which calls it. */
 struct rt__live *rt__live_map(void);
 
 /* The table, mapped on first use. NULL if mmap fails. */
-__attribute__((weak, visibility("hidden"), noinline, used)) struct rt__live *
+RT__OUTLINE struct rt__live *
 rt__live_map(void)
 {
 #if defined(RT__MAP_ANON)
@@ -140,7 +140,7 @@ rt__live_map(void)
 
 /* Puts p with weight w in the table: 1, or 0 if it could not (counted in
  * untracked). */
-__attribute__((weak, visibility("hidden"), noinline, used)) unsigned long long
+RT__OUTLINE unsigned long long
 rt__live_insert(unsigned long long p, unsigned long long w)
 {
     struct rt__live *t = __atomic_load_n(&rt__live_table, __ATOMIC_ACQUIRE);
@@ -162,9 +162,9 @@ rt__live_insert(unsigned long long p, unsigned long long w)
             return 1;
         }
     }
-    /* used[h] counts this entry before it is there and until it is gone,
+    /* rt__used[h] counts this entry before it is there and until it is gone,
      * so a lookup that follows the insert never sees 0 while p is in. */
-    __atomic_fetch_add(&t->used[h], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&t->rt__used[h], 1, __ATOMIC_RELAXED);
     for (i = 0; i < RT_LIVE_WAYS; i++) {
         unsigned long long empty = 0;
         if (__atomic_load_n(&b[i], __ATOMIC_RELAXED) == 0 &&
@@ -177,14 +177,14 @@ rt__live_insert(unsigned long long p, unsigned long long w)
             return 1;
         }
     }
-    __atomic_fetch_sub(&t->used[h], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&t->rt__used[h], 1, __ATOMIC_RELAXED);
     rt__count(RT__FIRED_UNTRACKED);
     return 0;
 }
 
 /* Removes every entry in [base, base + len): a scan of the whole table
  * (64k keys), skipped while it is empty. Returns the number removed. */
-__attribute__((weak, visibility("hidden"), noinline, used)) unsigned long long
+RT__OUTLINE unsigned long long
 rt__live_purge(unsigned long long base, unsigned long long len)
 {
     struct rt__live *t = __atomic_load_n(&rt__live_table, __ATOMIC_ACQUIRE);
@@ -199,7 +199,8 @@ rt__live_purge(unsigned long long base, unsigned long long len)
         if (k != 0 && k - base < len &&
             __atomic_compare_exchange_n(&t->key[i], &k, 0, 0, __ATOMIC_RELEASE,
                                         __ATOMIC_RELAXED)) {
-            __atomic_fetch_sub(&t->used[i / RT_LIVE_WAYS], 1, __ATOMIC_RELAXED);
+            __atomic_fetch_sub(&t->rt__used[i / RT_LIVE_WAYS], 1,
+                               __ATOMIC_RELAXED);
             __atomic_fetch_sub(&rt__live_count, 1, __ATOMIC_RELAXED);
             n++;
         }
@@ -209,7 +210,7 @@ rt__live_purge(unsigned long long base, unsigned long long len)
 
 /* A forked child starts with an empty table, as with its counts: its
  * frees of the parent's sampled blocks are not its own samples. */
-__attribute__((weak, visibility("hidden"), noinline, used)) void
+RT__OUTLINE void
 rt__live_fork_child(void)
 {
     struct rt__live *t = rt__live_table;
@@ -226,13 +227,13 @@ RT__DEFINE_CALL2(rt__live_insert_call, rt__live_insert, unsigned long long)
 RT__DEFINE_CALL2(rt__live_purge_call, rt__live_purge, unsigned long long)
 
 /* A hit: the weight of the entry at slot k of bucket h, emptied. */
-static __inline__ __attribute__((always_inline)) unsigned long long
+static __inline__ __attribute__((__always_inline__)) unsigned long long
 rt__live_take(struct rt__live *t, unsigned long long h, unsigned long long *k)
 {
     unsigned long long w =
         __atomic_load_n(&t->weight[k - t->key], __ATOMIC_RELAXED);
     __atomic_store_n(k, 0, __ATOMIC_RELEASE);
-    __atomic_fetch_sub(&t->used[h], 1, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&t->rt__used[h], 1, __ATOMIC_RELAXED);
     __atomic_fetch_sub(&rt__live_count, 1, __ATOMIC_RELAXED);
     return w;
 }
@@ -240,12 +241,12 @@ rt__live_take(struct rt__live *t, unsigned long long h, unsigned long long *k)
 /* RT_FREE's lookup, inline: a free is looked up while sampled frees are
  * recorded, so this is the cost per free then (docs/sampling.md). Most
  * frees are of unsampled blocks, and most buckets are empty while the
- * table is far from full: such a miss reads one byte of used[]. No call,
+ * table is far from full: such a miss reads one byte of rt__used[]. No call,
  * so nothing changes for the path where nothing records. Returns the
  * weight of p's sample, removing it, or 0 if p is not in the table. The
  * slots are written out rather than a loop, which compilers keep rolled:
  * a miss is then a load, a compare and a branch per slot. */
-static __inline__ __attribute__((always_inline)) unsigned long long
+static __inline__ __attribute__((__always_inline__)) unsigned long long
 rt__live_remove(unsigned long long p)
 {
     struct rt__live *t = __atomic_load_n(&rt__live_table, __ATOMIC_RELAXED);
@@ -254,7 +255,7 @@ rt__live_remove(unsigned long long p)
     if (!t || p == 0)
         return 0;
     h = rt__live_hash(p);
-    if (__atomic_load_n(&t->used[h], __ATOMIC_RELAXED) == 0)
+    if (__atomic_load_n(&t->rt__used[h], __ATOMIC_RELAXED) == 0)
         return 0; /* the common miss: one byte of an 8 KiB array */
     b = &t->key[h * RT_LIVE_WAYS];
 #define RT__LIVE_TRY(n)                                                       \

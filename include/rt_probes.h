@@ -95,6 +95,14 @@
  * builds; a typedef declared here is not (__extension__: GCC's own way
  * to say the same of the declaration). */
 __extension__ typedef unsigned long long rt__u64;
+/* The header's objects and functions: one copy per ELF file (weak,
+ * hidden), its out-of-line functions kept and never inlined. The
+ * attributes are spelt __x__ throughout: a program may have a macro
+ * named noinline or used (the Linux kernel's compiler.h defines
+ * noinline, and programs copy it). */
+#define RT__SHARED __attribute__((__weak__, __visibility__("hidden")))
+#define RT__OUTLINE                                                           \
+    __attribute__((__weak__, __visibility__("hidden"), __noinline__, __used__))
 /* A null pointer that C++11's -Wzero-as-null-pointer-constant accepts
  * (clang++ warns of NULL too) */
 #if defined(__cplusplus) && __cplusplus >= 201103L
@@ -120,8 +128,8 @@ __extension__ typedef unsigned long long rt__u64;
  * `retain` (SHF_GNU_RETAIN; GCC >= 11, clang >= 13, with binutils >= 2.36
  * or lld >= 13) keeps each, where the compiler has it. */
 #if defined(__has_attribute)
-#if __has_attribute(retain)
-#define RT__RETAIN __attribute__((retain))
+#if __has_attribute(__retain__)
+#define RT__RETAIN __attribute__((__retain__))
 #endif
 #endif
 #ifndef RT__RETAIN
@@ -129,11 +137,12 @@ __extension__ typedef unsigned long long rt__u64;
 #endif
 #define RT_TAG_NAME(tag, name)                                                \
     static const struct {                                                     \
-        unsigned int t;                                                       \
-        unsigned int n;                                                       \
-        char s[(sizeof(name) + 3) / 4 * 4];                                   \
+        unsigned int rt__id;                                                  \
+        unsigned int rt__n;                                                   \
+        char rt__s[(sizeof(name) + 3) / 4 * 4];                               \
     } RT__UNIQUE(rt__tag_name_) RT__RETAIN                                    \
-        __attribute__((used, section(".rt_tags"), aligned(4))) = {           \
+        __attribute__((__used__, __section__(".rt_tags"),                     \
+                       __aligned__(4))) = {                                   \
             (unsigned int)(tag), (unsigned int)sizeof(name), name}
 
 /* RT_PHASE_NAME(id, "parse"): names a phase (RT_PHASE_BEGIN/END) for
@@ -142,11 +151,12 @@ __extension__ typedef unsigned long long rt__u64;
  * 4 bytes. No code, no relocation. */
 #define RT_PHASE_NAME(id, name)                                               \
     static const struct {                                                     \
-        unsigned int t;                                                       \
-        unsigned int n;                                                       \
-        char s[(sizeof(name) + 3) / 4 * 4];                                   \
+        unsigned int rt__id;                                                  \
+        unsigned int rt__n;                                                   \
+        char rt__s[(sizeof(name) + 3) / 4 * 4];                               \
     } RT__UNIQUE(rt__phase_name_) RT__RETAIN                                  \
-        __attribute__((used, section(".rt_phases"), aligned(4))) = {         \
+        __attribute__((__used__, __section__(".rt_phases"),                   \
+                       __aligned__(4))) = {                                   \
             (unsigned int)(id), (unsigned int)sizeof(name), name}
 
 /* RT_SKIP("^xmalloc$"): at file scope, declares the allocator's own
@@ -158,10 +168,11 @@ __extension__ typedef unsigned long long rt__u64;
  * padded to 4 bytes. */
 #define RT_SKIP(regex)                                                        \
     static const struct {                                                     \
-        unsigned int n;                                                       \
-        char s[(sizeof(regex) + 3) / 4 * 4];                                  \
+        unsigned int rt__n;                                                   \
+        char rt__s[(sizeof(regex) + 3) / 4 * 4];                              \
     } RT__UNIQUE(rt__skip_) RT__RETAIN                                        \
-        __attribute__((used, section(".rt_skip"), aligned(4))) = {           \
+        __attribute__((__used__, __section__(".rt_skip"),                     \
+                       __aligned__(4))) = {                                   \
             (unsigned int)sizeof(regex), regex}
 
 /* RT_GUEST_DISPATCH("^luaV_execute$"): at file scope, declares the
@@ -173,10 +184,11 @@ __extension__ typedef unsigned long long rt__u64;
  * the ELF section .rt_guest_dispatch, laid out as .rt_skip. */
 #define RT_GUEST_DISPATCH(regex)                                              \
     static const struct {                                                     \
-        unsigned int n;                                                       \
-        char s[(sizeof(regex) + 3) / 4 * 4];                                  \
+        unsigned int rt__n;                                                   \
+        char rt__s[(sizeof(regex) + 3) / 4 * 4];                              \
     } RT__UNIQUE(rt__guest_dispatch_) RT__RETAIN                              \
-        __attribute__((used, section(".rt_guest_dispatch"), aligned(4))) = { \
+        __attribute__((__used__, __section__(".rt_guest_dispatch"),           \
+                       __aligned__(4))) = {                                   \
             (unsigned int)sizeof(regex), regex}
 
 /* RT_FREE(ptr) or RT_FREE(ptr, size, tag): the report takes a block's
@@ -427,7 +439,7 @@ extern "C" {
 #endif
 #define RT__DECLARE_SEM(name)                                                 \
     extern volatile unsigned short rt_##name##_semaphore                      \
-        __attribute__((visibility("hidden")));
+        __attribute__((__visibility__("hidden")));
 RT__DECLARE_SEM(alloc)
 RT__DECLARE_SEM(sample)
 RT__DECLARE_SEM(exit)
@@ -441,13 +453,13 @@ RT__DECLARE_SEM(phase_track)
 RT__DECLARE_SEM(phase_end)
 RT__DECLARE_SEM(guest)
 extern volatile unsigned int rt__alloc_semaphores
-    __attribute__((visibility("hidden")));
+    __attribute__((__visibility__("hidden")));
 extern volatile unsigned int rt__free_semaphores
-    __attribute__((visibility("hidden")));
+    __attribute__((__visibility__("hidden")));
 extern volatile unsigned long long rt__release_semaphores
-    __attribute__((visibility("hidden")));
+    __attribute__((__visibility__("hidden")));
 extern volatile unsigned long long rt__phase_semaphores
-    __attribute__((visibility("hidden")));
+    __attribute__((__visibility__("hidden")));
 #ifdef __cplusplus
 }
 #endif
@@ -502,10 +514,10 @@ __asm__(".ifndef rt__alloc_semaphores\n"
 #if defined(__clang__)
 #define RT__COLD_LABEL
 #else
-#define RT__COLD_LABEL __attribute__((cold));
+#define RT__COLD_LABEL __attribute__((__cold__));
 #endif
 #define RT__DEFINE_ON(name, type, cmp)                                        \
-    static __inline__ __attribute__((always_inline)) int                          \
+    static __inline__ __attribute__((__always_inline__)) int                  \
     name(volatile type *sem)                                                  \
     {                                                                         \
         __asm__ goto(cmp " $0, %0\n\tjne %l1" : : "m"(*sem) : "cc" : on);     \
@@ -551,8 +563,9 @@ extern "C" {
  * quiet in the files that include it. */
 extern __thread unsigned int rt__phase_depth;
 extern __thread unsigned int rt__phase_stack[RT__PHASE_DEPTH];
-__attribute__((weak)) __thread unsigned int rt__phase_depth;
-__attribute__((weak)) __thread unsigned int rt__phase_stack[RT__PHASE_DEPTH];
+__attribute__((__weak__)) __thread unsigned int rt__phase_depth;
+__attribute__((__weak__))
+__thread unsigned int rt__phase_stack[RT__PHASE_DEPTH];
 #ifdef __cplusplus
 }
 #endif
@@ -601,13 +614,13 @@ static __inline__ unsigned long long rt__phase_current(void)
 extern "C" {
 #endif
 extern __thread unsigned char rt__phase_watched
-    __attribute__((visibility("hidden"), tls_model("initial-exec")));
-__attribute__((weak, visibility("hidden"), tls_model("initial-exec")))
+    __attribute__((__visibility__("hidden"), __tls_model__("initial-exec")));
+RT__SHARED __attribute__((__tls_model__("initial-exec")))
 __thread unsigned char rt__phase_watched;
 void rt__phase_watch(void)
-    __attribute__((weak, visibility("hidden"), noinline, used));
+    RT__OUTLINE;
 void rt__phase_mark(void)
-    __attribute__((weak, visibility("hidden"), noinline, used));
+    RT__OUTLINE;
 #ifdef __cplusplus
 }
 #endif
@@ -633,7 +646,7 @@ void rt__phase_key_init(void);
 extern pthread_key_t rt__phase_key;
 extern int rt__phase_key_made;
 extern pthread_once_t rt__phase_once;
-__attribute__((weak, visibility("hidden"), noinline, used)) void
+RT__OUTLINE void
 rt__phase_mark(void)
 {
     if (RT_SAMPLE_ENABLED()) {
@@ -642,23 +655,23 @@ rt__phase_mark(void)
         rt__count(RT__FIRED_SAMPLE);
     }
 }
-__attribute__((weak, visibility("hidden"))) pthread_key_t rt__phase_key;
-__attribute__((weak, visibility("hidden"))) int rt__phase_key_made;
-__attribute__((weak, visibility("hidden")))
+RT__SHARED pthread_key_t rt__phase_key;
+RT__SHARED int rt__phase_key_made;
+RT__SHARED
 pthread_once_t rt__phase_once = PTHREAD_ONCE_INIT;
-__attribute__((weak, visibility("hidden"), used)) void
+__attribute__((__weak__, __visibility__("hidden"), __used__)) void
 rt__phase_thread_end(void *unused)
 {
     (void)unused;
     rt__phase_mark();
 }
-__attribute__((weak, visibility("hidden"), used)) void
+__attribute__((__weak__, __visibility__("hidden"), __used__)) void
 rt__phase_key_init(void)
 {
     rt__phase_key_made =
         pthread_key_create(&rt__phase_key, rt__phase_thread_end) == 0;
 }
-__attribute__((weak, visibility("hidden"), noinline, used)) void
+RT__OUTLINE void
 rt__phase_watch(void)
 {
     rt__phase_watched = 1;
@@ -672,7 +685,8 @@ rt__phase_watch(void)
 
 /* The site of rt:phase_track: never called. Its note gives record a
  * uprobe to set, and with it the semaphore the phase markers test. */
-static void rt__phase_track_site(void) __attribute__((used, cold, noinline));
+static void rt__phase_track_site(void)
+    __attribute__((__used__, __cold__, __noinline__));
 static void rt__phase_track_site(void) { RT__PROBE0("phase_track"); }
 
 /* The sampled stream's probe sits here, in the allocator's own body like

@@ -47,14 +47,14 @@ extern "C" {
 /* initial-exec: a fs-relative access even in a shared library (no
  * __tls_get_addr call per allocation); 16 bytes of static TLS. */
 extern __thread struct rt__sampler rt__sampler_state
-    __attribute__((visibility("hidden"), tls_model("initial-exec")));
-__attribute__((weak, visibility("hidden"), tls_model("initial-exec")))
+    __attribute__((__visibility__("hidden"), __tls_model__("initial-exec")));
+RT__SHARED __attribute__((__tls_model__("initial-exec")))
 __thread struct rt__sampler rt__sampler_state;
 /* R (0 = not read yet) and the count of threads started, per ELF file. */
 extern unsigned long long rt__sample_r;
 extern unsigned long long rt__sample_threads;
-__attribute__((weak, visibility("hidden"))) unsigned long long rt__sample_r;
-__attribute__((weak, visibility("hidden"))) unsigned long long rt__sample_threads;
+RT__SHARED unsigned long long rt__sample_r;
+RT__SHARED unsigned long long rt__sample_threads;
 #ifdef __cplusplus
 }
 #endif
@@ -154,8 +154,8 @@ extern "C" {
 #endif
 unsigned long long rt__sample_slow(struct rt__sampler *t,
                                    unsigned long long size)
-    __attribute__((weak, visibility("hidden"), noinline, used));
-__attribute__((weak, visibility("hidden"), noinline, used)) unsigned long long
+    RT__OUTLINE;
+RT__OUTLINE unsigned long long
 rt__sample_slow(struct rt__sampler *t, unsigned long long size)
 {
     unsigned long long r = rt__sample_bytes(), k = 0;
@@ -231,7 +231,7 @@ rt__sample_slow(struct rt__sampler *t, unsigned long long size)
  * two-byte SLEB128, DW_OP_deref: CFA = *(%rsp + N). */
 #define RT__CFA_AT_RSP(n) RT__CFI(".cfi_escape 0x0f, 4, 0x77, " n ", 0, 0x06")
 #define RT__DEFINE_CALL2(wrapper, target, type1)                              \
-static __inline__ __attribute__((always_inline)) rt__u64                          \
+static __inline__ __attribute__((__always_inline__)) rt__u64                  \
 wrapper(type1 t, rt__u64 size)                                                \
 {                                                                             \
     rt__u64 w;                                                                \
@@ -283,7 +283,7 @@ wrapper(type1 t, rt__u64 size)                                                \
 RT__DEFINE_CALL2(rt__sample_slow_call, rt__sample_slow, struct rt__sampler *)
 #else
 #define RT__DEFINE_CALL2(wrapper, target, type1)                              \
-    static __inline__ __attribute__((always_inline)) rt__u64                      \
+    static __inline__ __attribute__((__always_inline__)) rt__u64              \
     wrapper(type1 t, rt__u64 size)                                            \
     {                                                                         \
         return target(t, size);                                               \
@@ -296,7 +296,7 @@ RT__DEFINE_CALL2(rt__sample_slow_call, rt__sample_slow, struct rt__sampler *)
  * needs no test of its own: left starts at 0, so its first allocation of
  * any size > 0 goes negative and reaches rt__sample_slow, which seeds it
  * (size 0 is never sampled anyway); with R = 1, left only decreases. */
-static __inline__ __attribute__((always_inline)) unsigned long long
+static __inline__ __attribute__((__always_inline__)) unsigned long long
 rt__sample_weight(unsigned long long size)
 {
     struct rt__sampler *t = &rt__sampler_state;

@@ -48,7 +48,7 @@
 extern "C" {
 #endif
 void rt__stack_top_map(void);
-__attribute__((weak, visibility("hidden"), constructor, used)) void
+RT__SHARED __attribute__((__constructor__, __used__)) void
 rt__stack_top_map(void)
 {
     unsigned long lo, hi, page = 4096;

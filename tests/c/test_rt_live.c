@@ -60,7 +60,7 @@ static int table_empty(void)
             return 0;
     /* and every bucket's count back to 0 (else its misses get slower) */
     for (i = 0; i < (1 << RT_LIVE_BUCKET_BITS); i++)
-        if (rt__live_table->used[i])
+        if (rt__live_table->rt__used[i])
             return 0;
     return 1;
 }
@@ -117,7 +117,7 @@ static void test_full_bucket(void)
         sample(same[i]);
     CHECK(FIRED(UNTRACKED) == 4);
     CHECK(rt__live_count == 8);
-    CHECK(rt__live_table->used[b0] == 8);
+    CHECK(rt__live_table->rt__used[b0] == 8);
     for (i = 0; i < 12; i++) {
         unsigned long long w = rt__live_remove(same[i]);
         if (i < 8)

@@ -356,6 +356,39 @@ class ProbeContract(unittest.TestCase):
                 self.assertEqual(got, want)
                 self.assertEqual({n for _, n in got}, set(names))
 
+    def test_attribute_macros_a_program_defines(self):
+        # the Linux kernel's compiler.h style, which programs copy:
+        # `#define noinline __attribute__((noinline))` made the header's
+        # __attribute__((..., noinline, ...)) a syntax error
+        attrs = ("#include <stdlib.h>\n#include <pthread.h>\n"
+                 "#include <sys/mman.h>\n#include <sys/auxv.h>\n"
+                 "#define noinline __attribute__((noinline))\n"
+                 "#define always_inline inline __attribute__((always_inline))\n"
+                 "#define used __attribute__((used))\n"
+                 "#define weak __attribute__((weak))\n"
+                 "#define cold __attribute__((cold))\n"
+                 "#define retain __attribute__((retain))\n"
+                 "#define constructor __attribute__((constructor))\n"
+                 "#define section(s) __attribute__((section(s)))\n"
+                 "#define aligned(n) __attribute__((aligned(n)))\n"
+                 "#define visibility(v) __attribute__((visibility(v)))\n"
+                 "#define destructor(p) __attribute__((destructor(p)))\n"
+                 "#define tls_model(m) __attribute__((tls_model(m)))\n")
+        body = {"sample": "RT_REALLOC(ptr, ptr, size, tag); RT_EXIT();",
+                "guest": GUEST_H}
+        plain = USE % dict(body, include='#include "rt_probes.h"')
+        kernel = USE % dict(body, include=attrs + '#include "rt_probes.h"\n'
+                            'RT_TAG_NAME(3, "ast");\n'
+                            'RT_PHASE_NAME(1, "parse");\n')
+        for compiler, std in (("gcc", "-std=gnu99"), ("g++", "-std=c++11")):
+            with self.subTest(compiler=compiler):
+                want = signature(self.cc(plain, "plain_" + compiler, std,
+                                         compiler=compiler))
+                got = signature(self.cc(kernel, "kernel_" + compiler, std,
+                                        "-Wall", "-Wextra", "-Werror",
+                                        compiler=compiler))
+                self.assertEqual(got, want)
+
     def test_users_strictest_flags_would_see_the_header(self):
         # the test above can fail: with RT_PROBES_WARNINGS the same
         # flags do report the header's code (its C casts, in C++)
