@@ -467,6 +467,20 @@ class DeletedBinariesTest(unittest.TestCase):
                              r"mount namespace's: %s; their probes are not "
                              r"recorded" % (proc.pid, copy))
 
+    def test_memfd_code_is_no_replaced_library(self):
+        # a JIT's code in a memfd ("/memfd:jit (deleted)" in the maps):
+        # memory, not a file replaced since it was loaded
+        code = ("import ctypes, mmap, os, sys\n"
+                "fd = os.memfd_create('jit')\n"
+                "os.write(fd, b'\\xc3' * 4096)\n"
+                "m = mmap.mmap(fd, 4096, prot=mmap.PROT_READ | "
+                "mmap.PROT_EXEC)\n"
+                "print('up', flush=True); sys.stdin.read()\n")
+        pid = self.start([sys.executable, "-c", code])
+        with open("/proc/%d/maps" % pid) as f:
+            self.assertIn("/memfd:jit (deleted)", f.read())
+        self.assertEqual(binaries.process_binaries(pid)[2], [])
+
     def test_program_of_another_mount_namespace(self):
         # a container's program: its path names another file here (or
         # none); a private mount namespace over the same files (systemd's

@@ -207,6 +207,10 @@ def unprobed_code(code, probed):
 
 
 DELETED = " (deleted)"   # the kernel's mark on a path unlinked since
+# mappings /proc/PID/maps names like files, which are memory: memfd code
+# (JIT compilers), shared anonymous memory, System V shared memory; all
+# of them "(deleted)"
+NOT_FILES = ("/memfd:", "/dev/zero", "/SYSV")
 
 
 def same_file_here(theirs, path):
@@ -260,6 +264,8 @@ def process_binaries(pid):
         parts = line.split(None, 5)
         if len(parts) == 6 and "x" in parts[1] and parts[5].startswith("/"):
             name = parts[5].strip()
+            if name.startswith(NOT_FILES):
+                continue   # memory with a name, never a file to probe
             if name.endswith(DELETED) or not same_file_here(
                     "/proc/%d/root%s" % (pid, name), name):
                 if name.endswith(DELETED):
