@@ -11,6 +11,7 @@ from allocsites_lib.render import csvout, jsonout, table, timeline
 from allocsites_lib.analyze import assemble, fold, pprofdata, stale, wrappers
 from allocsites_lib.render import outputs
 from allocsites_lib.cli import options
+from allocsites_lib.errors import UsageError
 from allocsites_lib.read import elf as elfmod
 from allocsites_lib.analyze.fold import Stack
 from allocsites_lib.read import parse
@@ -305,6 +306,26 @@ class WriteOutputsTest(unittest.TestCase):
     def read(self, kind):
         with open(self.paths[kind], encoding="utf-8") as f:
             return f.read()
+
+    def test_a_file_to_standard_output(self):
+        # --folded - | flamegraph.pl: the file on stdout, without the
+        # table; the other files listed on stderr; no file named "-"
+        argv = ["--skip", "^xmalloc$", "--json", self.paths["json"]]
+        _, _, alone, _ = self.run_outputs(argv + ["--folded",
+                                                  self.paths["folded"]])
+        report, written, out, err = self.run_outputs(argv + ["--folded",
+                                                             "-"])
+        self.assertEqual(out, self.read("folded"))
+        self.assertNotIn("site", out)
+        self.assertIn("json: %s\n" % self.paths["json"], err)
+        self.assertEqual(written, [("json", self.paths["json"])])
+        self.assertFalse(os.path.exists("-"))
+        self.assertIn("site", alone)   # without "-": the table
+        with self.assertRaises(UsageError) as cm:
+            options.check_outputs(options.parse(["--folded", "-",
+                                                 "--csv", "-"]))
+        self.assertIn("only one output can go to standard output",
+                      str(cm.exception))
 
     def test_every_file_written_and_listed(self):
         report, written, out, err = self.run_outputs(self.all_files())

@@ -98,7 +98,8 @@ SORTS = ("bytes", "count", "peak", "leaked", "temporary")
 def add_report_options(p):
     """The report options, on the perf-script entry's parser and on the
     allocsites command's report and one-command parsers alike."""
-    out = p.add_argument_group("outputs (stdout always gets the table)")
+    out = p.add_argument_group("outputs (stdout gets the table, or the one "
+                               "FILE named -)")
     out.add_argument("--json", metavar="FILE", help="JSON report (version 2)")
     out.add_argument("--folded", metavar="FILE",
                      help="folded stacks, one 'a;b;site N' line per stack")
@@ -251,12 +252,22 @@ def split_tags(opts):
         opts.tag = tags
 
 
+STDOUT = "-"   # an output FILE of "-": standard output, instead of the table
+
+
 def check_outputs(opts):
-    """Each output's directory exists, and no two outputs share a file."""
+    """Each output's directory exists, and no two outputs share a file
+    (or standard output)."""
     seen = {}
     for name in OUTPUTS:
         path = getattr(opts, name)
-        if path is not None:
+        if path == STDOUT:
+            if STDOUT in seen:
+                raise UsageError("%s and %s: only one output can go to "
+                                 "standard output (-)"
+                                 % (flag(seen[STDOUT]), flag(name)))
+            seen[STDOUT] = name
+        elif path is not None:
             parent = os.path.dirname(os.path.abspath(path))
             if not os.path.isdir(parent):
                 raise UsageError("%s %s: directory %s does not exist"
@@ -284,8 +295,8 @@ def check_not_input(opts, data, what="recording"):
     name ("recording", "profile document")."""
     for name in OUTPUTS:
         path = getattr(opts, name)
-        if path is not None and os.path.realpath(path) == \
-                os.path.realpath(data):
+        if path is not None and path != STDOUT and \
+                os.path.realpath(path) == os.path.realpath(data):
             if what != "recording":
                 raise UsageError("%s %s is the %s read; name the %s "
                                  "another file" % (flag(name), path, what,

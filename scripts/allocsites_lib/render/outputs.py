@@ -24,6 +24,8 @@ def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
         ranking.check(report, getattr(opts, "sort", "bytes"), opts.weight)
     except ValueError as e:
         raise UsageError(str(e))
+    # one at most ("-": standard output; cli/options.py's check_outputs)
+    on_stdout = any(getattr(opts, d, None) == "-" for d, _, _ in FILES)
     files = Files()
     try:
         written = _write(report, opts, out, files)
@@ -31,8 +33,10 @@ def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
     except BaseException:   # an interrupt, a full disk: no file half-done
         files.discard()
         raise
+    # with a file on stdout, the list of the others goes to stderr
+    listed = err if on_stdout else out
     for kind, path in written:
-        out.write("%s: %s\n" % (kind, path))
+        listed.write("%s: %s\n" % (kind, path))
     for w in report.warnings:
         err.write("allocsites: warning: %s\n" % w)
     check = report.verdict
@@ -117,6 +121,19 @@ class Files:
         self.pending = []
 
 
+def _to_stream(out, data):
+    """data (str, its pieces, or bytes) written to the text stream out
+    (bytes to its buffer: pprof's gzip)."""
+    if isinstance(data, bytes):
+        out.flush()
+        getattr(out, "buffer", out).write(data)
+    elif isinstance(data, str):
+        out.write(data)
+    else:
+        for piece in data:
+            out.write(piece)
+
+
 def _umask():
     mask = os.umask(0o022)
     os.umask(mask)
@@ -148,8 +165,10 @@ FILES = (
 
 def _write(report, opts, out, files):
     """The files to temporary files (files.open) and the table to out;
-    returns [(kind, path)]."""
+    returns [(kind, path)]. A file named "-" goes to out instead of the
+    table (`--folded - | flamegraph.pl`), and is not listed."""
     written = []
+    to_stdout = False
     for dest, kind, render in FILES:
         path = getattr(opts, dest, None)
         if not path:
@@ -158,6 +177,10 @@ def _write(report, opts, out, files):
         if data is None:
             continue
         binary = isinstance(data, bytes)
+        if path == "-":
+            to_stdout = True
+            _to_stream(out, data)
+            continue
         # an SVG is XML, which has no place for bytes that are not
         # UTF-8: U+FFFD for them there; elsewhere the bytes themselves
         with files.open(path, "wb" if binary else "w",
@@ -169,6 +192,8 @@ def _write(report, opts, out, files):
                 for piece in data:
                     f.write(piece)
         written.append((kind, path))
+    if to_stdout:
+        return written
     out.write(table.render_table(report, opts.top or 20, sort=opts.sort))
     if opts.stacks:
         out.write(sitestacks.render_stacks(
