@@ -789,39 +789,37 @@ static void rt__phase_track_site(void) { RT__PROBE0("phase_track"); }
                 (void)rt__live_purge_call(rt__b, rt__l);                      \
         }                                                                     \
     } while (0)
-/* name only beside ## (never replaced by a macro of that name), sname
- * the same as a string (RT__SDT_NOTE) */
-#define RT__SIMPLE2(name, sname, a, b, counter)                               \
+/* name only beside ## and # (where the preprocessor never replaces it
+ * by a macro of that name): #name is the string RT__SDT_NOTE takes */
+#define RT__SIMPLE2(name, a, b, counter)                                      \
     do {                                                                      \
         if (rt__on(&rt_##name##_semaphore)) {                                 \
-            RT__PROBE2(sname, a, b);                                          \
+            RT__PROBE2(#name, a, b);                                          \
             rt__count(counter);                                               \
         }                                                                     \
     } while (0)
-#define RT_COMMIT(ptr, size)                                                  \
-    RT__SIMPLE2(commit, "commit", ptr, size, RT__FIRED_COMMIT)
+#define RT_COMMIT(ptr, size) RT__SIMPLE2(commit, ptr, size, RT__FIRED_COMMIT)
 #define RT_DECOMMIT(ptr, size)                                                \
-    RT__SIMPLE2(decommit, "decommit", ptr, size, RT__FIRED_COMMIT)
+    RT__SIMPLE2(decommit, ptr, size, RT__FIRED_COMMIT)
 /* Phases: while rt:phase_begin and rt:phase_end are recorded (exact
  * mode), each marker fires its event; while rt:phase_track is (sampled
  * mode), it keeps the thread's phase stack instead (rt__phase_push/pop,
  * no trap), and rt:sample carries the innermost phase. One test of the
  * three semaphores when nothing records. */
-#define RT__PHASE(name, sname, id, track)                                     \
+#define RT__PHASE(name, id, track)                                            \
     do {                                                                      \
         if (rt__on64(&rt__phase_semaphores)) {                                \
             unsigned int rt__id = (unsigned int)(id);                         \
             if (rt__on(&rt_##name##_semaphore)) {                             \
-                RT__PROBE_ID(sname, rt__id);                                  \
+                RT__PROBE_ID(#name, rt__id);                                  \
                 rt__count(RT__FIRED_PHASE);                                   \
             }                                                                 \
             if (rt__on(&rt_phase_track_semaphore))                            \
                 track(rt__id);                                                \
         }                                                                     \
     } while (0)
-#define RT_PHASE_BEGIN(id)                                                    \
-    RT__PHASE(phase_begin, "phase_begin", id, rt__phase_push)
-#define RT_PHASE_END(id) RT__PHASE(phase_end, "phase_end", id, rt__phase_pop)
+#define RT_PHASE_BEGIN(id) RT__PHASE(phase_begin, id, rt__phase_push)
+#define RT_PHASE_END(id) RT__PHASE(phase_end, id, rt__phase_pop)
 /* RT_EXIT(): fire rt:exit now, for a process about to end without
  * exit() (a forked child's _exit, an exec, a runtime such as Go's that
  * leaves without running C destructors): without it the report cannot
