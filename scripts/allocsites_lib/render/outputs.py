@@ -24,11 +24,9 @@ def write_outputs(report, opts, out=sys.stdout, err=sys.stderr):
         ranking.check(report, getattr(opts, "sort", "bytes"), opts.weight)
     except ValueError as e:
         raise UsageError(str(e))
-    # one at most ("-": standard output; cli/options.py's check_outputs)
-    on_stdout = any(getattr(opts, d, None) == "-" for d, _, _ in FILES)
     files = Files()
     try:
-        written = _write(report, opts, out, files)
+        written, on_stdout = _write(report, opts, out, files)
         files.commit()
     except BaseException:   # an interrupt, a full disk: no file half-done
         files.discard()
@@ -122,8 +120,9 @@ class Files:
 
 
 def _to_stream(out, data):
-    """data (str, its pieces, or bytes) written to the text stream out
-    (bytes to its buffer: pprof's gzip)."""
+    """data (str, its pieces written one at a time, or bytes) written to
+    out, a file or a text stream (bytes then to its buffer: pprof's gzip
+    on stdout)."""
     if isinstance(data, bytes):
         out.flush()
         getattr(out, "buffer", out).write(data)
@@ -165,8 +164,9 @@ FILES = (
 
 def _write(report, opts, out, files):
     """The files to temporary files (files.open) and the table to out;
-    returns [(kind, path)]. A file named "-" goes to out instead of the
-    table (`--folded - | flamegraph.pl`), and is not listed."""
+    returns ([(kind, path)], whether one went to out). A file named "-"
+    (one at most: cli/options.py's check_outputs) goes to out instead of
+    the table (`--folded - | flamegraph.pl`), and is not listed."""
     written = []
     to_stdout = False
     for dest, kind, render in FILES:
@@ -186,17 +186,13 @@ def _write(report, opts, out, files):
         with files.open(path, "wb" if binary else "w",
                         errors="replace" if kind == "svg"
                         else textio.ERRORS) as f:
-            if binary or isinstance(data, str):
-                f.write(data)
-            else:   # its pieces, written one at a time
-                for piece in data:
-                    f.write(piece)
+            _to_stream(f, data)
         written.append((kind, path))
     if to_stdout:
-        return written
+        return written, True
     out.write(table.render_table(report, opts.top or 20, sort=opts.sort))
     if opts.stacks:
         out.write(sitestacks.render_stacks(
             report.profile, opts.stacks, opts.top or 10,
             "~" if report.sampling else ""))
-    return written
+    return written, False
