@@ -266,10 +266,11 @@ def process_binaries(pid):
             name = parts[5].strip()
             if name.startswith(NOT_FILES):
                 continue   # memory with a name, never a file to probe
-            if name.endswith(DELETED) or not same_file_here(
-                    "/proc/%d/root%s" % (pid, name), name):
-                if name.endswith(DELETED):
-                    name = name[:-len(DELETED)]
+            gone = name.endswith(DELETED)
+            if gone:
+                name = name[:-len(DELETED)]
+            if gone or not same_file_here("/proc/%d/root%s" % (pid, name),
+                                          name):
                 if name not in deleted:
                     deleted.append(name)
                 continue
