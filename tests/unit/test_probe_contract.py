@@ -57,6 +57,14 @@ GUEST_H = ("RT_ALLOC_GUEST(ptr, size, tag, weight);"
            " RT_GUEST(weight, weight, weight, source, function);")
 
 
+def every_probe(include='#include "rt_probes.h"'):
+    """USE with every probe of the header: RT_REALLOC and RT_EXIT besides
+    USE's own, and the guest probes; include: what comes first."""
+    return USE % {"include": include,
+                  "sample": "RT_REALLOC(ptr, ptr, size, tag); RT_EXIT();",
+                  "guest": GUEST_H}
+
+
 def signature(path):
     """{(provider, name): [(size, signed), ...]} from a binary's notes."""
     image = elf.open_elf(path)
@@ -257,10 +265,7 @@ class ProbeContract(unittest.TestCase):
                   "-Wsign-conversion", "-Wzero-as-null-pointer-constant"]
 
     def test_compiles_clean_under_projects_strict_warnings(self):
-        use = USE % {"include": '#include "rt_probes.h"',
-                     "sample": "RT_REALLOC(ptr, ptr, size, tag); "
-                               "RT_EXIT();",
-                     "guest": GUEST_H}
+        use = every_probe()
         base = ["-Wall", "-Wextra", "-pedantic", "-Werror"]
         builds = [("gcc", "-std=c99", self.STRICT_C),
                   ("gcc", "-std=c11", self.STRICT_C),
@@ -290,10 +295,7 @@ class ProbeContract(unittest.TestCase):
                   "-Wno-unused-macros"]
 
     def test_users_strictest_flags_report_nothing(self):
-        use = USE % {"include": '#include "rt_probes.h"',
-                     "sample": "RT_REALLOC(ptr, ptr, size, tag); "
-                               "RT_EXIT();",
-                     "guest": GUEST_H}
+        use = every_probe()
         # C89 and C++98 have no `long long` of their own: the test's
         # variables are size_t there (the probes' casts make the notes
         # the same)
@@ -324,6 +326,28 @@ class ProbeContract(unittest.TestCase):
     OPERANDS = ("p", "s", "t", "g", "i", "pa", "l", "f", "w", "r", "ph",
                 "a", "b", "sf", "c", "u", "name", "sname", "args")
 
+    # the system headers rt_probes.h includes, first, as a program that
+    # defines such macros has them (C++'s <cstdlib> cannot take a macro
+    # named free or exit)
+    SYSTEM_HEADERS = ("#include <stdlib.h>\n#include <pthread.h>\n"
+                      "#include <sys/mman.h>\n#include <sys/auxv.h>\n")
+
+    def assertSameNotes(self, prelude, c_std, *flags):
+        """every_probe() after prelude (its macros, then the header) has
+        the notes of every_probe() alone, in C (c_std) and C++11, built
+        with flags; returns the notes of each build."""
+        notes = []
+        for compiler, std in (("gcc", c_std), ("g++", "-std=c++11")):
+            with self.subTest(compiler=compiler):
+                want = signature(self.cc(every_probe(), "plain_" + compiler,
+                                         std, compiler=compiler))
+                got = signature(self.cc(every_probe(prelude),
+                                        "macros_" + compiler, std, *flags,
+                                        compiler=compiler))
+                self.assertEqual(got, want)
+                notes.append(got)
+        return notes
+
     def test_probe_names_the_program_defines_as_macros(self):
         # gawk 5.2 says `#define free pma_free` before its allocator's
         # code: the word passed through the header's macros became
@@ -333,35 +357,20 @@ class ProbeContract(unittest.TestCase):
         names = ("alloc", "free", "sample", "sample_free", "release",
                  "commit", "decommit", "phase_begin", "phase_end",
                  "phase_track", "exit", "guest")
-        # after the system headers, as such a program has them (C++'s
-        # <cstdlib> cannot take a macro named free or exit)
-        macros = "#include <stdlib.h>\n#include <pthread.h>\n" \
-            "#include <sys/mman.h>\n#include <sys/auxv.h>\n" + "".join(
-                "#define %s my_%s\n" % (n, n) for n in names + self.OPERANDS)
-        body = {"sample": "RT_REALLOC(ptr, ptr, size, tag); RT_EXIT();",
-                "guest": GUEST_H}
-        plain = USE % dict(body, include='#include "rt_probes.h"')
-        hostile = USE % dict(body, include=macros +
-                             '#include "rt_probes.h"')
         # the test's own code says none of these words
         for word in names + self.OPERANDS:
-            self.assertNotRegex(plain.split('#include "rt_probes.h"')[1],
-                                r"\b%s\b" % word)
-        for compiler, std in (("gcc", "-std=c99"), ("g++", "-std=c++11")):
-            with self.subTest(compiler=compiler):
-                want = signature(self.cc(plain, "plain_" + compiler, std,
-                                         compiler=compiler))
-                got = signature(self.cc(hostile, "macros_" + compiler, std,
-                                        compiler=compiler))
-                self.assertEqual(got, want)
-                self.assertEqual({n for _, n in got}, set(names))
+            self.assertNotRegex(every_probe(""), r"\b%s\b" % word)
+        macros = self.SYSTEM_HEADERS + "".join(
+            "#define %s my_%s\n" % (n, n) for n in names + self.OPERANDS)
+        for got in self.assertSameNotes(macros + '#include "rt_probes.h"',
+                                        "-std=c99"):
+            self.assertEqual({n for _, n in got}, set(names))
 
     def test_attribute_macros_a_program_defines(self):
         # the Linux kernel's compiler.h style, which programs copy:
         # `#define noinline __attribute__((noinline))` made the header's
         # __attribute__((..., noinline, ...)) a syntax error
-        attrs = ("#include <stdlib.h>\n#include <pthread.h>\n"
-                 "#include <sys/mman.h>\n#include <sys/auxv.h>\n"
+        attrs = (self.SYSTEM_HEADERS +
                  "#define noinline __attribute__((noinline))\n"
                  "#define always_inline inline __attribute__((always_inline))\n"
                  "#define used __attribute__((used))\n"
@@ -374,20 +383,10 @@ class ProbeContract(unittest.TestCase):
                  "#define visibility(v) __attribute__((visibility(v)))\n"
                  "#define destructor(p) __attribute__((destructor(p)))\n"
                  "#define tls_model(m) __attribute__((tls_model(m)))\n")
-        body = {"sample": "RT_REALLOC(ptr, ptr, size, tag); RT_EXIT();",
-                "guest": GUEST_H}
-        plain = USE % dict(body, include='#include "rt_probes.h"')
-        kernel = USE % dict(body, include=attrs + '#include "rt_probes.h"\n'
-                            'RT_TAG_NAME(3, "ast");\n'
-                            'RT_PHASE_NAME(1, "parse");\n')
-        for compiler, std in (("gcc", "-std=gnu99"), ("g++", "-std=c++11")):
-            with self.subTest(compiler=compiler):
-                want = signature(self.cc(plain, "plain_" + compiler, std,
-                                         compiler=compiler))
-                got = signature(self.cc(kernel, "kernel_" + compiler, std,
-                                        "-Wall", "-Wextra", "-Werror",
-                                        compiler=compiler))
-                self.assertEqual(got, want)
+        self.assertSameNotes(attrs + '#include "rt_probes.h"\n'
+                             'RT_TAG_NAME(3, "ast");\n'
+                             'RT_PHASE_NAME(1, "parse");\n',
+                             "-std=gnu99", "-Wall", "-Wextra", "-Werror")
 
     def test_users_strictest_flags_would_see_the_header(self):
         # the test above can fail: with RT_PROBES_WARNINGS the same

@@ -17,6 +17,10 @@ from allocsites_lib.record import (binaries, buildids, datafile, eventlock,
                                    programenv, recording, writerpriority)
 from allocsites_lib.record.errors import RecordError
 
+# the programs make all built (tests that need one skip without it)
+BUILD = os.environ.get("BUILD", os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "build"))
+
 
 class RecordCommandTest(unittest.TestCase):
     def test_defaults(self):
@@ -378,13 +382,10 @@ class ResolveLibraryTest(unittest.TestCase):
 
 
 class UnprobeablePathTest(unittest.TestCase):
-    BUILD = os.environ.get("BUILD", os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "..", "build"))
-
     def test_space_or_control_character_refused_in_one_line(self):
         # a probe definition is a line of words: a newline in the path
         # made the kernel's EINVAL two lines of ours, after the attempt
-        prog = os.path.join(self.BUILD, "tests", "t_basic")
+        prog = os.path.join(BUILD, "tests", "t_basic")
         if not os.path.exists(prog):
             self.skipTest("needs make all (build/tests/t_basic)")
         opts = type("Opts", (), {"libs": []})()
@@ -407,9 +408,6 @@ class DeletedBinariesTest(unittest.TestCase):
     """-p PID of a process whose program or library was deleted (or
     replaced: an upgrade, a rebuild) since it started: perf can only probe
     the file now at that path, so attaching says so, in one line."""
-
-    BUILD = os.environ.get("BUILD", os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "..", "build"))
 
     def start(self, argv):
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
@@ -437,8 +435,8 @@ class DeletedBinariesTest(unittest.TestCase):
     def test_replaced_library_without_the_probe_is_a_warning(self):
         # rt:alloc in the program, a library replaced since it was loaded
         # (a preloaded copy of librtalloc.so, deleted): recorded, said
-        prog = os.path.join(self.BUILD, "tests", "t_loop")
-        lib = os.path.join(self.BUILD, "librtalloc.so")
+        prog = os.path.join(BUILD, "tests", "t_loop")
+        lib = os.path.join(BUILD, "librtalloc.so")
         if not (os.path.exists(prog) and os.path.exists(lib)):
             self.skipTest("needs make all (build/tests/t_loop)")
         with tempfile.TemporaryDirectory() as tmp:
@@ -508,7 +506,7 @@ class DeletedBinariesTest(unittest.TestCase):
             self.assertEqual(binaries.process_binaries(pid)[0], sh)
 
     def test_probed_library_deleted(self):
-        lib = os.path.join(self.BUILD, "librtalloc.so")
+        lib = os.path.join(BUILD, "librtalloc.so")
         if not os.path.exists(lib):
             self.skipTest("needs make all (build/librtalloc.so)")
         with tempfile.TemporaryDirectory() as tmp:
